@@ -1,0 +1,51 @@
+// CUDA side of the op, torch-free: the registration layer (gemm_cuda.cpp)
+// builds a GemmProblem and calls gemm(); dispatch.cu is the ONE place that
+// picks a kernel family and its tile config.  Every kernel family exposes a
+// "can_run" predicate and a launcher with the signatures below.
+#pragma once
+#include <cuda_runtime.h>
+#include <cstddef>
+
+#include "../gemm_problem.h"
+
+namespace tiled {
+namespace cuda {
+
+struct DeviceInfo {
+  int sm_major = 0;
+  int sm_minor = 0;
+  int num_sms = 0;
+  size_t max_smem_per_block_optin = 0;  // bytes a block may ask for after cudaFuncSetAttribute
+  size_t l2_bytes = 0;
+};
+
+// Launchers return nullptr on success (the launch was enqueued; the caller
+// checks cudaGetLastError), or a static string saying why they cannot take
+// the problem.  They never throw and never touch torch.
+
+// Picks the fastest kernel that can take `p` on this device and launches it.
+const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+
+// The name of the kernel gemm() would pick (for tests and benchmarks).
+const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev);
+
+// The general kernel: any dtype, any layout, any shape.  Always succeeds.
+const char* simt_general_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+
+// The teaching ladder: step 1 (naive) .. 8 (fastest SIMT); ladder_step_name
+// returns nullptr for a step that does not exist.
+const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev, cudaStream_t stream);
+const char* ladder_step_name(int step);
+
+// Fast strict-fp32 SIMT kernel (the ladder's last step, tuned for Hopper).
+bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev);
+const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+
+// Hopper (sm_90a) tensor-core kernels: bf16, fp16, and fp32 with allow_tf32.
+bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev);
+const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+// Name of the tile config hopper_gemm would run (starts with "sm90").
+const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
+
+}  // namespace cuda
+}  // namespace tiled

@@ -1,0 +1,78 @@
+// CUDA implementation of the tiled ops: checks, device guard, current
+// stream, then the torch-free dispatch layer.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <mutex>
+#include <vector>
+
+#include "../problem_builder.h"
+#include "dispatch.h"
+
+namespace tiled {
+namespace {
+
+const cuda::DeviceInfo& device_info(int device) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<cuda::DeviceInfo>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<int>(cache.size()) <= device) cache.resize(device + 1);
+  if (!cache[device]) {
+    const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
+    auto info = std::make_unique<cuda::DeviceInfo>();
+    info->sm_major = prop->major;
+    info->sm_minor = prop->minor;
+    info->num_sms = prop->multiProcessorCount;
+    info->max_smem_per_block_optin = prop->sharedMemPerBlockOptin;
+    info->l2_bytes = prop->l2CacheSize;
+    cache[device] = std::move(info);
+  }
+  return *cache[device];
+}
+
+
+bool allow_tf32() { return at::globalContext().allowTF32CuBLAS(); }
+
+at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
+  c10::cuda::CUDAGuard guard(a.device());
+  PreparedGemm g = prepare_gemm(a, b, bias, "tiled.gemm");
+  if (g.done) return g.out;
+  g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
+  const char* err = cuda::gemm(g.problem, device_info(a.get_device()), at::cuda::getCurrentCUDAStream());
+  TORCH_CHECK(err == nullptr, "tiled.gemm: ", err);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return g.out;
+}
+
+at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t step) {
+  c10::cuda::CUDAGuard guard(a.device());
+  PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_ladder");
+  TORCH_CHECK(cuda::ladder_step_name(static_cast<int>(step)) != nullptr, "tiled.gemm_ladder: no ladder step ",
+              step);
+  if (g.done) return g.out;
+  const char* err = cuda::ladder_gemm(g.problem, static_cast<int>(step), device_info(a.get_device()),
+                                      at::cuda::getCurrentCUDAStream());
+  TORCH_CHECK(err == nullptr, "tiled.gemm_ladder(step=", step, "): ", err);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return g.out;
+}
+
+std::string gemm_kernel_name_cuda(const at::Tensor& a, const at::Tensor& b) {
+  c10::cuda::CUDAGuard guard(a.device());
+  PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_kernel_name");
+  if (g.done) return "none";
+  g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
+  return cuda::gemm_kernel_name(g.problem, device_info(a.get_device()));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
+  m.impl("gemm", &gemm_cuda);
+  m.impl("gemm_ladder", &gemm_ladder_cuda);
+  m.impl("gemm_kernel_name", &gemm_kernel_name_cuda);
+}
+
+}  // namespace tiled
