@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, full tests, benchmarks.  Stages are
+# picked with STAGES (default: all), so a long session can be split over two
+# calls on the same warm machine:
+#   STAGES="build test" bash benchmarks/device_run.sh
+#   STAGES="bench ladder" bash benchmarks/device_run.sh
+# Everything lands in $OUT (default ./device_out): run.log, results/.
+set -uo pipefail
+OUT="${OUT:-$PWD/device_out}"
+mkdir -p "$OUT/results"
+LOG="$OUT/run.log"
+STAGES="${STAGES:-build test bench ladder}"
+export PYTHONUNBUFFERED=1 MAX_JOBS="${MAX_JOBS:-16}" TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0a}"
+export TILED_COMMIT="${TILED_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+PY=${PYTHON:-python3}
+
+say() { echo "=== $(date +%T) $*" | tee -a "$LOG"; }
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+
+say "stages: $STAGES"
+if has build; then
+  { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+    $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+    nvcc --version | tail -1; } >>"$LOG" 2>&1
+  say "build"
+  t0=$(date +%s)
+  TILED_PTXAS_VERBOSE=1 $PY setup.py build_ext --inplace >"$OUT/build_full.log" 2>&1
+  rc=$?
+  grep -E "error|warning|ptxas info.*Compiling entry|registers|spill" "$OUT/build_full.log" \
+    | grep -v "0 bytes spill stores, 0 bytes spill loads" | tail -150 >>"$LOG"
+  rm -f "$OUT/build_full.log"
+  say "build rc=$rc in $(( $(date +%s) - t0 )) s"
+  [ $rc -eq 0 ] || exit $rc
+fi
+if has sass; then
+  so=$(ls torch_tiled_gemm/_C*.so)
+  cuobjdump --dump-sass "$so" > /tmp/sass.txt 2>&1
+  say "sass: per-kernel counts of HGMMA / FFMA / LDS / LDG / LDL / STL"
+  awk '/Function :/{name=$3} /HGMMA/{h[name]++} /FFMA/{f[name]++} /LDL|STL/{l[name]++}
+       END{for (n in f) printf "%-90s FFMA %6d HGMMA %5d LDL/STL %d\n", substr(n,1,90), f[n], h[n], l[n];
+           for (n in h) if (!(n in f)) printf "%-90s FFMA %6d HGMMA %5d LDL/STL %d\n", substr(n,1,90), 0, h[n], l[n]}' \
+       /tmp/sass.txt >>"$LOG"
+fi
+if has test; then
+  say "tests"
+  $PY -m pytest -q -rs tests ${PYTEST_ARGS:-} >>"$LOG" 2>&1
+  say "tests rc=$?"
+fi
+if has sanitizer; then
+  say "compute-sanitizer memcheck + racecheck on small/remainder shapes"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 $PY benchmarks/sanitize_cases.py >>"$LOG" 2>&1
+    say "sanitizer $tool rc=$?"
+  done
+fi
+if has bench; then
+  say "bench"
+  $PY -m torch_tiled_gemm.bench ${BENCH_ARGS:-} --out "$OUT/results" >>"$LOG" 2>&1
+  say "bench rc=$?"
+fi
+if has ladder; then
+  say "ladder"
+  $PY benchmarks/ladder.py --out "$OUT/results" >>"$LOG" 2>&1
+  say "ladder rc=$?"
+fi
+say "done"

@@ -1,0 +1,43 @@
+"""Small and remainder shapes through every kernel family, for compute-sanitizer.
+
+Kept tiny: under the sanitizer each launch runs orders of magnitude slower.
+"""
+import torch
+
+import torch_tiled_gemm  # noqa: F401
+
+SHAPES = [(1, 1, 1), (7, 13, 5), (65, 129, 63), (129, 257, 72), (200, 300, 136)]
+
+
+def layouts(t, ch):
+    return t if ch == "N" else t.t().contiguous().t()
+
+
+def main():
+    failures = 0
+    for dtype, tf32 in ((torch.float32, False), (torch.float32, True), (torch.bfloat16, False),
+                        (torch.float16, False), (torch.float64, False)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        for M, N, K in SHAPES:
+            for lay in ("NN", "NT", "TN", "TT"):
+                a = layouts(torch.randn(M, K, device="cuda", dtype=dtype), lay[0])
+                b = layouts(torch.randn(K, N, device="cuda", dtype=dtype), lay[1])
+                bias = torch.randn(N, device="cuda", dtype=dtype)
+                out = torch.ops.tiled.gemm(a, b, bias)
+                ref = a.double() @ b.double() + bias.double()
+                err = ((out.double() - ref).norm() / ref.norm()).item()
+                name = torch.ops.tiled.gemm_kernel_name(a, b)
+                if not err < 2e-2:
+                    failures += 1
+                    print(f"BAD {dtype} tf32={tf32} {M}x{N}x{K} {lay} {name}: rel err {err:.2e}")
+        for step in range(1, 9):
+            a = torch.randn(65, 63, device="cuda", dtype=torch.float32)
+            b = torch.randn(63, 129, device="cuda", dtype=torch.float32)
+            torch.ops.tiled.gemm_ladder(a, b, step)
+    torch.cuda.synchronize()
+    print(f"sanitize cases done, {failures} numerical failures")
+    raise SystemExit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
