@@ -11,8 +11,29 @@ import os
 
 from setuptools import setup
 
-import torch
-from torch.utils import cpp_extension
+
+def _find_cuda_home():
+    """torch looks for CUDA_HOME next to `nvcc`; a wrapper nvcc on the PATH
+    (e.g. /usr/local/bin/nvcc) hides the toolkit, so look behind it."""
+    if os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH"):
+        return
+    import shutil
+
+    nvcc = shutil.which("nvcc")
+    candidates = []
+    if nvcc:
+        candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    candidates += ["/usr/local/cuda"]
+    for home in candidates:
+        if os.path.exists(os.path.join(home, "include", "cuda_runtime_api.h")):
+            os.environ["CUDA_HOME"] = home
+            return
+
+
+_find_cuda_home()
+
+import torch  # noqa: E402
+from torch.utils import cpp_extension  # noqa: E402
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -29,7 +50,6 @@ def want_cuda():
 
 cpu_sources = rel(glob.glob(os.path.join(ROOT, "csrc", "*.cpp")) + glob.glob(os.path.join(ROOT, "csrc", "cpu", "*.cpp")))
 cxx_flags = ["-O3", "-fopenmp-simd"]  # the C++ standard is torch's choice
-define_macros = [("Py_LIMITED_API", "0x03090000")]
 
 if want_cuda():
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
@@ -47,7 +67,6 @@ if want_cuda():
         "torch_tiled_gemm._C",
         cpu_sources + cuda_sources,
         extra_compile_args={"cxx": cxx_flags + ["-DTILED_WITH_CUDA"], "nvcc": nvcc_flags},
-        define_macros=define_macros,
         py_limited_api=True,
     )
 else:
@@ -55,7 +74,6 @@ else:
         "torch_tiled_gemm._C",
         cpu_sources,
         extra_compile_args={"cxx": cxx_flags},
-        define_macros=define_macros,
         py_limited_api=True,
     )
 

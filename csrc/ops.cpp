@@ -40,6 +40,8 @@ at::Tensor call_gemm(const at::Tensor& a, const at::Tensor& b, const std::option
   return op.call(a, b, bias);
 }
 
+at::Tensor as_matrix(const at::Tensor& t);
+
 // Sums a batched gradient down to the (broadcast) 2-D operand's shape.
 at::Tensor reduce_to(const at::Tensor& g, int64_t dim) { return dim == 2 && g.dim() == 3 ? g.sum(0) : g; }
 
@@ -69,8 +71,8 @@ class GemmFunction : public torch::autograd::Function<GemmFunction> {
       if (b.dim() == 2 && a.dim() == 3 && grad.dim() == 3) {
         // Shared weight: one GEMM over all batches, [K, B*M] x [B*M, N],
         // when A and grad flatten to matrices without a copy.
-        auto a2 = a.reshape({-1, a.size(-1)});
-        auto g2 = grad.reshape({-1, grad.size(-1)});
+        auto a2 = as_matrix(a);
+        auto g2 = as_matrix(grad);
         grad_b = call_gemm(a2.transpose(0, 1), g2, std::nullopt);
       } else {
         grad_b = reduce_to(call_gemm(a.transpose(-1, -2), grad, std::nullopt), b.dim());
@@ -88,11 +90,81 @@ at::Tensor gemm_autograd(const at::Tensor& a, const at::Tensor& b, const std::op
 }
 
 // ---------------------------------------------------------------------------
+// linear(x, weight, bias) = x @ weight^T + bias over x's last dim.  Its own
+// autograd node so the weight gradient comes out in the weight's own layout:
+// grad_weight = grad^T @ x is a row-major [out, in] GEMM on transposed views,
+// where gemm's generic formula would give a transposed [in, out] result that
+// AccumulateGrad then copies.
+
+void check_linear_args(const at::Tensor& x, const at::Tensor& weight) {
+  TORCH_CHECK(weight.dim() == 2, "tiled.linear: weight must be 2-D [out_features, in_features], got shape ",
+              weight.sizes());
+  TORCH_CHECK(x.dim() >= 1, "tiled.linear: input must be at least 1-D");
+  TORCH_CHECK(x.size(-1) == weight.size(1), "tiled.linear: mat1 and mat2 shapes cannot be multiplied (",
+              x.numel() / std::max<int64_t>(x.size(-1), 1), "x", x.size(-1), " and ", weight.size(1), "x",
+              weight.size(0), ")");
+}
+
+// Shapes go through the SymInt APIs: under torch.compile these functions
+// run on symbolic sizes, and reading a plain int would specialise them.
+std::vector<c10::SymInt> linear_out_shape(const at::Tensor& x, const at::Tensor& weight) {
+  auto shape = x.sym_sizes().vec();
+  shape.back() = weight.sym_size(0);
+  return shape;
+}
+
+at::Tensor as_matrix(const at::Tensor& t) { return t.reshape_symint({-1, t.sym_size(-1)}); }
+
+at::Tensor linear_impl(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  check_linear_args(x, weight);
+  return call_gemm(as_matrix(x), weight.t(), bias).view_symint(linear_out_shape(x, weight));
+}
+
+class LinearFunction : public torch::autograd::Function<LinearFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const std::optional<at::Tensor>& bias) {
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["has_bias"] = bias.has_value();
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return call_linear(x, weight, bias);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& weight = saved[1];
+    at::Tensor grad_x, grad_w, grad_b;
+    if (!grads[0].defined()) return {grad_x, grad_w, grad_b};
+    const at::Tensor g = as_matrix(grads[0]);  // [tokens, out]
+    if (ctx->needs_input_grad(0)) grad_x = call_gemm(g, weight, std::nullopt).view_symint(x.sym_sizes());
+    if (ctx->needs_input_grad(1)) grad_w = call_gemm(g.t(), as_matrix(x), std::nullopt);  // [out, in]
+    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) grad_b = g.sum(0);
+    return {grad_x, grad_w, grad_b};
+  }
+
+  static at::Tensor call_linear(const at::Tensor& x, const at::Tensor& weight,
+                                const std::optional<at::Tensor>& bias) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("tiled::linear", "")
+                         .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&)>();
+    return op.call(x, weight, bias);
+  }
+};
+
+at::Tensor linear_autograd(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  return LinearFunction::apply(x, weight, bias);
+}
+
+// ---------------------------------------------------------------------------
 // Autocast: like aten::mm, run in the autocast dtype (a "lower precision
 // fp" op).
 
-template <c10::DispatchKey Key, c10::DeviceType Dev>
-at::Tensor gemm_autocast(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
+using GemmLike = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&);
+
+template <c10::DispatchKey Key, c10::DeviceType Dev, GemmLike Op>
+at::Tensor autocast_lower(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
   c10::impl::ExcludeDispatchKeyGuard no_autocast(Key);
   const auto dtype = at::autocast::get_autocast_dtype(Dev);
   auto cast = [&](const at::Tensor& t) {
@@ -100,13 +172,14 @@ at::Tensor gemm_autocast(const at::Tensor& a, const at::Tensor& b, const std::op
   };
   std::optional<at::Tensor> bias_cast;
   if (bias.has_value()) bias_cast = cast(*bias);
-  return call_gemm(cast(a), cast(b), bias_cast);
+  return Op(cast(a), cast(b), bias_cast);
 }
 
 }  // namespace
 
 TORCH_LIBRARY(tiled, m) {
   m.def("gemm(Tensor a, Tensor b, Tensor? bias=None) -> Tensor");
+  m.def("linear(Tensor x, Tensor weight, Tensor? bias=None) -> Tensor");
   m.def("gemm_ladder(Tensor a, Tensor b, int step) -> Tensor");
   m.def("gemm_kernel_name(Tensor a, Tensor b) -> str");
 }
@@ -117,14 +190,22 @@ TORCH_LIBRARY_IMPL(tiled, CPU, m) {
   m.impl("gemm_kernel_name", &gemm_kernel_name_cpu);
 }
 
-TORCH_LIBRARY_IMPL(tiled, Autograd, m) { m.impl("gemm", &gemm_autograd); }
+// linear's backend kernel is the same for every device: reshape + gemm.
+TORCH_LIBRARY_IMPL(tiled, CompositeExplicitAutograd, m) { m.impl("linear", &linear_impl); }
+
+TORCH_LIBRARY_IMPL(tiled, Autograd, m) {
+  m.impl("gemm", &gemm_autograd);
+  m.impl("linear", &linear_autograd);
+}
 
 TORCH_LIBRARY_IMPL(tiled, Autocast, m) {
-  m.impl("gemm", &gemm_autocast<c10::DispatchKey::AutocastCUDA, c10::DeviceType::CUDA>);
+  m.impl("gemm", &autocast_lower<c10::DispatchKey::AutocastCUDA, c10::DeviceType::CUDA, call_gemm>);
+  m.impl("linear", &autocast_lower<c10::DispatchKey::AutocastCUDA, c10::DeviceType::CUDA, LinearFunction::call_linear>);
 }
 
 TORCH_LIBRARY_IMPL(tiled, AutocastCPU, m) {
-  m.impl("gemm", &gemm_autocast<c10::DispatchKey::AutocastCPU, c10::DeviceType::CPU>);
+  m.impl("gemm", &autocast_lower<c10::DispatchKey::AutocastCPU, c10::DeviceType::CPU, call_gemm>);
+  m.impl("linear", &autocast_lower<c10::DispatchKey::AutocastCPU, c10::DeviceType::CPU, LinearFunction::call_linear>);
 }
 
 }  // namespace tiled

@@ -77,3 +77,37 @@ def test_double_backward(device):
     (gb_ref,) = torch.autograd.grad(ga_ref.sum(), b2)
     torch.testing.assert_close(ga, ga_ref)
     torch.testing.assert_close(gb, gb_ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_weight_grad_in_weight_layout(device):
+    # grad_weight comes out of one [out, in] row-major GEMM: no transpose copy,
+    # not even AccumulateGrad's layout fix-up.
+    import torch_tiled_gemm as ttg
+
+    x = torch.randn(2, 40, 32, device=device, requires_grad=True)
+    w = torch.randn(24, 32, device=device, requires_grad=True)
+    bias = torch.randn(24, device=device, requires_grad=True)
+    out = ttg.linear(x, w, bias)
+    grad = torch.randn_like(out)
+    with torch.profiler.profile() as prof:
+        out.backward(grad)
+    names = [e.name for e in prof.events()]
+    assert not set(names) & {"aten::copy_", "aten::clone", "aten::contiguous"}, names
+    assert names.count("tiled::gemm") == 2, names
+    assert w.grad.is_contiguous()
+    x64, w64, b64 = (t.detach().double().requires_grad_() for t in (x, w, bias))
+    torch.nn.functional.linear(x64, w64, b64).backward(grad.double())
+    for t, r in ((x, x64), (w, w64), (bias, b64)):
+        torch.testing.assert_close(t.grad.double(), r.grad, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_gradcheck(device):
+    import torch_tiled_gemm as ttg
+
+    x = torch.randn(2, 3, 5, dtype=torch.float64, device=device, requires_grad=True)
+    w = torch.randn(4, 5, dtype=torch.float64, device=device, requires_grad=True)
+    b = torch.randn(4, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(ttg.linear, (x, w, b))
+    assert torch.autograd.gradgradcheck(ttg.linear, (x, w, b))

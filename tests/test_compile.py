@@ -27,6 +27,15 @@ def test_opcheck(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_linear(device):
+    for xs in ((5, 7), (2, 3, 7), (7,)):
+        x = torch.randn(xs, device=device, requires_grad=True)
+        w = torch.randn(4, 7, device=device, requires_grad=True)
+        torch.library.opcheck(torch.ops.tiled.linear, (x, w, torch.randn(4, device=device, requires_grad=True)))
+        torch.library.opcheck(torch.ops.tiled.linear, (x, w, None))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_opcheck_ladder_schema(device):
     if device != "cuda":
         pytest.skip("the ladder op runs on CUDA only")
@@ -48,6 +57,7 @@ class MLP(torch.nn.Module):
 @pytest.mark.parametrize("device", DEVICES)
 def test_compile_fullgraph_dynamic(device):
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
     model = MLP().to(device)
     backend = "inductor" if device == "cuda" else "aot_eager"
     compiled = torch.compile(model, fullgraph=True, dynamic=True, backend=backend)
@@ -58,7 +68,7 @@ def test_compile_fullgraph_dynamic(device):
         torch.testing.assert_close(out, ref)
         out.sum().backward()
     # Dynamic shapes: one graph for all batch sizes.
-    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] <= 2
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1, dict(torch._dynamo.utils.counters["stats"])
 
 
 @pytest.mark.parametrize("device", DEVICES)

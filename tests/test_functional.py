@@ -44,5 +44,7 @@ def test_linear_matches_F_linear(device, xshape, use_bias):
 def test_linear_errors():
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         ttg.linear(torch.randn(3, 5), torch.randn(4, 7))
+    with pytest.raises(RuntimeError, match="bias must be 1-D"):
+        ttg.linear(torch.randn(3, 5), torch.randn(4, 5), torch.randn(5))
     with pytest.raises(RuntimeError, match="weight must be 2-D"):
         ttg.linear(torch.randn(3, 5), torch.randn(5))

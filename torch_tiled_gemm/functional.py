@@ -6,6 +6,7 @@ import torch
 from . import ops  # noqa: F401
 
 _gemm = torch.ops.tiled.gemm.default
+_linear = torch.ops.tiled.linear.default
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -52,17 +53,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """F.linear's semantics: x [..., in] @ weight[out, in]^T + bias, weight read in place (no transpose copy)."""
-    if weight.dim() != 2:
-        raise RuntimeError(f"linear: weight must be 2-D [out_features, in_features], got shape {tuple(weight.shape)}")
-    if x.dim() == 0:
-        raise RuntimeError("linear: input must be at least 1-D")
-    if x.shape[-1] != weight.shape[1]:
-        raise RuntimeError(
-            "linear: mat1 and mat2 shapes cannot be multiplied "
-            f"({'x'.join(map(str, x.reshape(-1, x.shape[-1]).shape))} and "
-            f"{weight.shape[1]}x{weight.shape[0]})"
-        )
-    lead = x.shape[:-1]
-    out = _gemm(x.reshape(-1, x.shape[-1]), weight.t(), bias)
-    return out.reshape(*lead, weight.shape[0])
+    """F.linear's semantics: x [..., in] @ weight[out, in]^T + bias.
+
+    The weight is read in place (a transposed view) and its gradient is
+    produced directly in its own [out, in] layout.
+    """
+    return _linear(x, weight, bias)

@@ -55,6 +55,19 @@ def _gemm_fake(a, b, bias=None):
     return a.new_empty(_check_args(a, b, bias, "tiled.gemm"))
 
 
+@torch.library.register_fake("tiled::linear")
+def _linear_fake(x, weight, bias=None):
+    torch._check(weight.dim() == 2, lambda: f"tiled.linear: weight must be 2-D, got shape {tuple(weight.shape)}")
+    torch._check(x.dim() >= 1, lambda: "tiled.linear: input must be at least 1-D")
+    torch._check(
+        x.shape[-1] == weight.shape[1],
+        lambda: f"tiled.linear: mat1 and mat2 shapes cannot be multiplied (... x {x.shape[-1]} and "
+        f"{weight.shape[1]}x{weight.shape[0]})",
+    )
+    _check_args(x.reshape(-1, x.shape[-1]), weight.t(), bias, "tiled.linear")
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
 @torch.library.register_fake("tiled::gemm_ladder")
 def _gemm_ladder_fake(a, b, step):
     return a.new_empty(_check_args(a, b, None, "tiled.gemm_ladder"))

@@ -3,6 +3,7 @@
 //   2. the fast strict-fp32 SIMT kernel (the ladder's last step);
 //   3. the general SIMT kernel, which takes anything.
 #include "dispatch.h"
+#include "hopper/hopper.h"
 
 namespace tiled {
 namespace cuda {
