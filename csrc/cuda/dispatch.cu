@@ -5,6 +5,9 @@
 #include "dispatch.h"
 #include "hopper/hopper.h"
 
+#include <cstdlib>
+#include <string>
+
 namespace tiled {
 namespace cuda {
 
@@ -25,11 +28,23 @@ const char* simt_general_gemm(const GemmProblem& p, const DeviceInfo&, cudaStrea
 
 namespace {
 
+// TILED_DISABLE_KERNELS=hopper,simt_fast (read once) takes families out of
+// the choice: a way to bisect a suspected kernel bug, or to compare against
+// the fallback, without rebuilding.
+bool disabled(const char* family) {
+  static const std::string list = [] {
+    const char* v = std::getenv("TILED_DISABLE_KERNELS");
+    return std::string(",") + (v ? v : "") + ",";
+  }();
+  return list.find(std::string(",") + family + ",") != std::string::npos;
+}
+
 enum class Family { hopper, simt_fast, simt_general };
 
 Family choose(const GemmProblem& p, const DeviceInfo& dev) {
-  if (hopper_can_run(p, dev)) return Family::hopper;
-  if (p.dtype == DType::f32 && simt_fast_can_run(p, dev)) return Family::simt_fast;
+  if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
+  if (p.dtype == DType::f32 && !p.allow_tf32 && !disabled("simt_fast") && simt_fast_can_run(p, dev))
+    return Family::simt_fast;
   return Family::simt_general;
 }
 

@@ -1,8 +1,11 @@
 // CUDA implementation of the tiled ops: checks, device guard, current
 // stream, then the torch-free dispatch layer.
-#include <ATen/cuda/CUDAContext.h>
+// Only c10/cuda headers: ATen/cuda/CUDAContext.h would pull in the cuBLAS and
+// cuSPARSE headers, which a bare CUDA toolkit need not have.
+#include <ATen/Context.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
 #include <mutex>
@@ -20,7 +23,9 @@ const cuda::DeviceInfo& device_info(int device) {
   std::lock_guard<std::mutex> lock(mu);
   if (static_cast<int>(cache.size()) <= device) cache.resize(device + 1);
   if (!cache[device]) {
-    const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
+    cudaDeviceProp prop_storage;
+    C10_CUDA_CHECK(cudaGetDeviceProperties(&prop_storage, device));
+    const cudaDeviceProp* prop = &prop_storage;
     auto info = std::make_unique<cuda::DeviceInfo>();
     info->sm_major = prop->major;
     info->sm_minor = prop->minor;
@@ -40,7 +45,7 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
   PreparedGemm g = prepare_gemm(a, b, bias, "tiled.gemm");
   if (g.done) return g.out;
   g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
-  const char* err = cuda::gemm(g.problem, device_info(a.get_device()), at::cuda::getCurrentCUDAStream());
+  const char* err = cuda::gemm(g.problem, device_info(a.get_device()), c10::cuda::getCurrentCUDAStream());
   TORCH_CHECK(err == nullptr, "tiled.gemm: ", err);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return g.out;
@@ -53,7 +58,7 @@ at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t st
               step);
   if (g.done) return g.out;
   const char* err = cuda::ladder_gemm(g.problem, static_cast<int>(step), device_info(a.get_device()),
-                                      at::cuda::getCurrentCUDAStream());
+                                      c10::cuda::getCurrentCUDAStream());
   TORCH_CHECK(err == nullptr, "tiled.gemm_ladder(step=", step, "): ", err);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return g.out;

@@ -1,0 +1,521 @@
+// The sm_90a tensor-core GEMM: TMA -> multi-stage shared-memory ring ->
+// wgmma, warp-specialised and persistent.
+//
+//   C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] (+ bias[n]),  fp32 accumulation
+//
+// One CTA = 3 warpgroups (384 threads), one CTA per SM, looping over output
+// tiles of kBM x kBN (persistent grid, grouped raster order):
+//   warpgroup 0  producer: one thread issues TMA loads of A and B k-blocks into
+//                a ring of kStages stages; it gives its registers away
+//                (setmaxnreg.dec) since it needs almost none.
+//   warpgroups 1, 2  consumers: each owns 64 rows of the tile and issues
+//                wgmma m64 x kBN x k16 (k8 for tf32) on each stage, keeping one
+//                wgmma group in flight, then runs the epilogue (bias, cast,
+//                bounds-checked stores) straight from the accumulator registers.
+//
+// Stage hand-off uses two mbarriers per stage:
+//   full[s]  : 1 arrival (the producer's arrive.expect_tx) + the stage's TMA
+//              bytes.  Consumers wait on it.
+//   empty[s] : one arrival per consumer warp (8) once its wgmmas that read the
+//              stage have completed.  The producer waits on it before reuse.
+// Both sides walk the same (tile, k-block) sequence, so a stage index and a
+// phase bit, flipped at each wrap of the ring, are all the state they need.
+//
+// Shared-memory tile layouts (all 128-byte swizzled, as TMA writes them with
+// CU_TENSOR_MAP_SWIZZLE_128B and as the wgmma descriptors read them):
+//   K-major operand (A row-major, or B column-major): [rows][128 bytes of K],
+//       one TMA box per stage (rows <= 256).
+//   MN-major operand (A column-major, or B row-major; 16-bit types only):
+//       [rows/64 chunks][kBK rows of K][128 bytes = 64 elements of M or N],
+//       one TMA box per 64-wide chunk.
+// kBK is always 128 bytes of K (64 bf16/f16, 32 tf32), so every tile row is
+// exactly one swizzle row and every wgmma consumes 32 bytes of K.
+//
+// Edges: TMA zero-fills out-of-bounds rows/columns/K, so the mainloop never
+// branches on sizes; only the epilogue's stores are predicated.
+#pragma once
+#include <cuda.h>  // CUtensorMap (type only)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include <atomic>
+#include <type_traits>
+
+#include "../../gemm_problem.h"
+#include "hopper.h"
+#include "ptx.cuh"
+#include "tensor_map.h"
+
+namespace tiled {
+namespace cuda {
+namespace sm90 {
+
+// Plain-old-data kernel arguments besides the two tensor maps.
+struct KernelArgs {
+  int M, N, K;
+  int batch;
+  int tiles_m, tiles_n;
+  int k_blocks;
+  int a_batched, b_batched;  // 0: operand broadcast over batch (TMA batch coordinate 0)
+  int c_pairs_aligned;       // 1: every even column's pair (n, n+1) may be stored as one vector
+  void* c;
+  int64_t c_batch_stride, c_row_stride;  // elements
+  const void* bias;                      // [N] of T, or null
+};
+
+template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1>
+struct Sm90Config {
+  using Elem = T;
+  static constexpr int kBM = 128;
+  static constexpr int kBN = kBN_;
+  static constexpr bool kAMN = kAMN_;  // A is M-major (column-major A, "T")
+  static constexpr bool kBMN = kBMN_;  // B is N-major (row-major B, "N")
+  // CTAs per cluster along M.  2: the pair computes tiles (2p, n) and
+  // (2p + 1, n), which share B; each CTA loads half of that B tile and
+  // multicasts it to both.
+  static constexpr int kCluster = kCluster_;
+  static constexpr int kElemBytes = static_cast<int>(sizeof(T));
+  static constexpr int kBK = 128 / kElemBytes;          // one 128-byte swizzle row of K
+  static constexpr int kKSteps = 4;                      // wgmmas per k-block: 32 bytes of K each
+  static constexpr int kConsumers = 2;                   // warpgroups doing math
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kABytes = kBM * kBK * kElemBytes;  // 16 KB
+  static constexpr int kBBytes = kBN * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr Tile kTile = kBN == 256 ? Tile::k128x256 : Tile::k128x128;
+  static constexpr int kStages = tile_stages(kTile);
+  // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
+  // then 2 barriers of 8 bytes per stage.
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * 8 * kStages;
+  static_assert(kSmemBytes == tile_smem_bytes(kTile), "host and kernel agree on shared memory");
+  static constexpr int kGroupM = 8;  // grouped raster: tile rows per group
+  // 16-bit types only for MN-major (wgmma has no transpose for tf32).
+  static_assert(!(kAMN || kBMN) || kElemBytes == 2, "MN-major operands need a 16-bit type");
+  static_assert(kBN == 128 || kBN == 256, "instantiated wgmma N sizes");
+  static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
+};
+
+// Output element conversions (fp32 accumulator -> T).
+template <class T>
+struct OutCast;
+template <>
+struct OutCast<__nv_bfloat16> {
+  __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+  __device__ __forceinline__ static void store1(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+  __device__ __forceinline__ static void store2(__nv_bfloat16* p, float x, float y) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+  }
+};
+template <>
+struct OutCast<__half> {
+  __device__ __forceinline__ static float load(const __half* p) { return __half2float(*p); }
+  __device__ __forceinline__ static void store1(__half* p, float x) { *p = __float2half_rn(x); }
+  __device__ __forceinline__ static void store2(__half* p, float x, float y) {
+    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
+  }
+};
+template <>
+struct OutCast<float> {
+  __device__ __forceinline__ static float load(const float* p) { return *p; }
+  __device__ __forceinline__ static void store1(float* p, float x) { *p = x; }
+  __device__ __forceinline__ static void store2(float* p, float x, float y) {
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+  }
+};
+
+// Tile index -> (batch, tile row, tile column).  Within a batch, tiles go in
+// groups of kGroupM tile rows, column by column inside a group, so the CTAs
+// running at one time share a few rows of A and a band of B in L2.
+struct TileCoord {
+  int b, tm, tn;
+};
+template <int kGroupM>
+__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n) {
+  const int per_batch = tiles_m * tiles_n;
+  TileCoord t;
+  t.b = tile / per_batch;
+  const int r = tile - t.b * per_batch;
+  const int group_span = kGroupM * tiles_n;
+  const int group = r / group_span;
+  const int first_m = group * kGroupM;
+  const int rows_in_group = min(tiles_m - first_m, kGroupM);
+  const int rr = r - group * group_span;
+  t.tm = first_m + rr % rows_in_group;
+  t.tn = rr / rows_in_group;
+  return t;
+}
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A consumer warp is done reading a stage: tell every producer that writes it.
+template <int kCluster>
+__device__ __forceinline__ void release_stage(uint32_t empty) {
+  if constexpr (kCluster == 1) {
+    mbar_arrive(empty);
+  } else {
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) mbar_arrive_cluster(empty, r);
+  }
+}
+#endif
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    sm90_gemm_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b,
+                     const KernelArgs args) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = typename Cfg::Elem;
+  constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kBK = Cfg::kBK, kStages = Cfg::kStages;
+  constexpr int kChunkBytes = 64 * 128;  // one 64-row K-major slab / one 64-wide MN-major chunk
+
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full_bar = ring + kStages * Cfg::kStageBytes;
+  const uint32_t empty_bar = full_bar + 8 * kStages;
+
+  const int warpgroup = threadIdx.x / 128;
+  const int wg_thread = threadIdx.x % 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full_bar + 8 * s, 1);
+      // Every consumer warp of every CTA in the cluster releases the stage
+      // (with multicast, the peer's producer writes into this CTA's ring too).
+      mbar_init(empty_bar + 8 * s, 4 * Cfg::kConsumers * Cfg::kCluster);
+    }
+    fence_barrier_init();
+  }
+  if constexpr (Cfg::kCluster > 1) {
+    cluster_sync();  // the peer's barriers are initialised before anyone arrives on them
+  } else {
+    __syncthreads();
+  }
+  // Work is dealt to clusters; both CTAs of a cluster walk the same sequence
+  // of tile pairs (rank picks the row of the pair), so their k-blocks match.
+  const int rank = Cfg::kCluster > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+  const int first_unit = Cfg::kCluster > 1 ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
+  const int unit_stride = Cfg::kCluster > 1 ? static_cast<int>(num_clusters_x()) : static_cast<int>(gridDim.x);
+  const int unit_rows = (args.tiles_m + Cfg::kCluster - 1) / Cfg::kCluster;
+  const int total_units = unit_rows * args.tiles_n * args.batch;
+
+  if (warpgroup == 0) {
+    // ------------------------------------------------------------ producer
+    setmaxnreg_dec<40>();
+    if (wg_thread == 0) {
+      prefetch_tensormap(&tmap_a);
+      prefetch_tensormap(&tmap_b);
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int unit = first_unit; unit < total_units; unit += unit_stride) {
+        const TileCoord tc = tile_coord<Cfg::kGroupM>(unit, unit_rows, args.tiles_n);
+        // With a cluster, a tile row past the matrix (odd tiles_m) still runs:
+        // its A boxes are all zero-fill and its stores are masked, but it
+        // must load its half of the peer's B.
+        const int m0 = (tc.tm * Cfg::kCluster + rank) * kBM, n0 = tc.tn * kBN;
+        const int ab = args.a_batched ? tc.b : 0;
+        const int bb = args.b_batched ? tc.b : 0;
+        for (int kb = 0; kb < args.k_blocks; ++kb) {
+          const int k0 = kb * kBK;
+          const uint32_t full = full_bar + 8 * stage;
+          mbar_wait(empty_bar + 8 * stage, phase ^ 1);
+          mbar_arrive_expect_tx(full, Cfg::kStageBytes);
+          const uint32_t sa = ring + stage * Cfg::kStageBytes;
+          const uint32_t sb = sa + Cfg::kABytes;
+          if constexpr (!Cfg::kAMN) {
+            tma_load_3d(sa, &tmap_a, full, k0, m0, ab);
+          } else {
+#pragma unroll
+            for (int i = 0; i < kBM / 64; ++i) tma_load_3d(sa + i * kChunkBytes, &tmap_a, full, m0 + 64 * i, k0, ab);
+          }
+          if constexpr (Cfg::kCluster == 1) {
+            if constexpr (!Cfg::kBMN) {
+              tma_load_3d(sb, &tmap_b, full, k0, n0, bb);
+            } else {
+#pragma unroll
+              for (int j = 0; j < kBN / 64; ++j) tma_load_3d(sb + j * kChunkBytes, &tmap_b, full, n0 + 64 * j, k0, bb);
+            }
+          } else {
+            // This CTA's half of B (rows / chunks [rank * kBN/2, +kBN/2)) to both CTAs.
+            constexpr uint16_t kBoth = 0x3;
+            if constexpr (!Cfg::kBMN) {
+              const int half = rank * (kBN / 2);
+              tma_load_3d_multicast(sb + half * 128, &tmap_b, full, k0, n0 + half, bb, kBoth);
+            } else {
+#pragma unroll
+              for (int jj = 0; jj < kBN / 128; ++jj) {
+                const int j = rank * (kBN / 128) + jj;
+                tma_load_3d_multicast(sb + j * kChunkBytes, &tmap_b, full, n0 + 64 * j, k0, bb, kBoth);
+              }
+            }
+          }
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------ consumers
+    setmaxnreg_inc<232>();
+    const int cw = warpgroup - 1;  // which 64-row half of the tile
+    const int warp = wg_thread / 32, lane = wg_thread % 32;
+    float acc[kBN / 2];
+#pragma unroll
+    for (int i = 0; i < kBN / 2; ++i) acc[i] = 0.f;  // never read (first wgmma has scale-d 0), but defined
+
+    // Descriptor constants.  K-major: SBO = 8 rows * 128 B; K-step = +32 B.
+    // MN-major: LBO = chunk stride, SBO = 8 K-rows * 128 B; K-step = +16 rows.
+    constexpr uint32_t kALbo = Cfg::kAMN ? kChunkBytes : 16;
+    constexpr uint32_t kBLbo = Cfg::kBMN ? kChunkBytes : 16;
+    constexpr uint32_t kAStep = Cfg::kAMN ? 16 * 128 : 32;
+    constexpr uint32_t kBStep = Cfg::kBMN ? 16 * 128 : 32;
+    static_assert(!Cfg::kAMN || kBK == 64, "MN-major chunk is 64 K-rows");
+
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int unit = first_unit; unit < total_units; unit += unit_stride) {
+      const TileCoord tc = tile_coord<Cfg::kGroupM>(unit, unit_rows, args.tiles_n);
+      const int tile_m = tc.tm * Cfg::kCluster + rank;
+      int prev_stage = 0;
+      for (int kb = 0; kb < args.k_blocks; ++kb) {
+        mbar_wait(full_bar + 8 * stage, phase);
+        // This warpgroup's 64 rows of A: the cw-th 64-row slab (K-major) or
+        // the cw-th 64-wide M chunk (MN-major): both start cw * 8 KB in.
+        const uint32_t sa = ring + stage * Cfg::kStageBytes + cw * kChunkBytes;
+        const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
+          const uint64_t da = make_smem_desc_sw128(sa + ks * kAStep, kALbo, 1024);
+          const uint64_t db = make_smem_desc_sw128(sb + ks * kBStep, kBLbo, 1024);
+          Wgmma<T, kBN>::template run<Cfg::kAMN ? 1 : 0, Cfg::kBMN ? 1 : 0>(acc, da, db, (kb > 0 || ks > 0) ? 1 : 0);
+        }
+        wgmma_commit_group();
+        // Keep this k-block's group in flight; the previous one is done, so
+        // its stage can go back to the producer.
+        wgmma_wait_group<1>();
+        if (kb > 0 && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+        prev_stage = stage;
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait_group<0>();
+      fence_accumulators(acc);
+      if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+
+      // ---------------------------------------------------------- epilogue
+      // Accumulator fragment of m64nNk*: thread (warp w, lane l) holds, for
+      // each 8-column group j, rows 16w + l/4 (+8) and columns 8j + 2(l%4) (+1):
+      //   acc[4j + 0..1] -> row r, cols c, c+1;  acc[4j + 2..3] -> row r+8.
+      const int64_t row0 = static_cast<int64_t>(tile_m) * kBM + cw * 64 + warp * 16 + lane / 4;
+      const int col_base = tc.tn * kBN + 2 * (lane % 4);
+      T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
+      const T* bias = static_cast<const T*>(args.bias);
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const int col = col_base + 8 * j;
+        if (col < args.N) {
+          const bool has_second = col + 1 < args.N;
+          float b0 = 0.f, b1 = 0.f;
+          if (bias) {
+            b0 = OutCast<T>::load(bias + col);
+            if (has_second) b1 = OutCast<T>::load(bias + col + 1);
+          }
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int64_t row = row0 + 8 * h;
+            if (row < args.M) {
+              T* out = c + row * args.c_row_stride + col;
+              const float x = acc[4 * j + 2 * h] + b0;
+              const float y = acc[4 * j + 2 * h + 1] + b1;
+              if (has_second && args.c_pairs_aligned) {
+                OutCast<T>::store2(out, x, y);
+              } else {
+                OutCast<T>::store1(out, x);
+                if (has_second) OutCast<T>::store1(out + 1, y);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if constexpr (Cfg::kCluster > 1) {
+    // No CTA may exit while its peer can still arrive on its barriers or
+    // multicast into its shared memory.
+    __syncwarp();
+    cluster_sync();
+  }
+#else
+  // Built for an architecture without sm_90a features: never launched
+  // (hopper_can_run checks the device), but trap loudly if it ever is.
+  __trap();
+#endif
+}
+
+// ------------------------------------------------------------------ host side
+
+template <class T>
+constexpr CUtensorMapDataType tma_dtype() {
+  return std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+         : std::is_same<T, __half>::value      ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;  // read as tf32 by wgmma
+}
+
+// Builds both tensor maps and launches one instantiation.  hopper_can_run has
+// already checked alignment, strides, sizes and the device.
+template <class Cfg>
+const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+  using T = typename Cfg::Elem;
+  constexpr int es = Cfg::kElemBytes;
+  const bool a_batched = p.batch > 1 && p.a.batch_stride != 0;
+  const bool b_batched = p.batch > 1 && p.b.batch_stride != 0;
+
+  OperandMapSpec sa{};
+  sa.dtype = tma_dtype<T>();
+  sa.elem_bytes = es;
+  sa.ptr = p.a.ptr;
+  sa.batch = a_batched ? static_cast<uint64_t>(p.batch) : 1;
+  sa.batch_stride = a_batched ? static_cast<uint64_t>(p.a.batch_stride) : 0;
+  if (!Cfg::kAMN) {  // [M][K], K contiguous
+    sa.inner = p.K, sa.outer = p.M, sa.outer_stride = p.a.row_stride;
+    sa.box_inner = Cfg::kBK, sa.box_outer = Cfg::kBM;
+  } else {  // [K][M], M contiguous
+    sa.inner = p.M, sa.outer = p.K, sa.outer_stride = p.a.col_stride;
+    sa.box_inner = 64, sa.box_outer = Cfg::kBK;
+  }
+  OperandMapSpec sb{};
+  sb.dtype = tma_dtype<T>();
+  sb.elem_bytes = es;
+  sb.ptr = p.b.ptr;
+  sb.batch = b_batched ? static_cast<uint64_t>(p.batch) : 1;
+  sb.batch_stride = b_batched ? static_cast<uint64_t>(p.b.batch_stride) : 0;
+  if (!Cfg::kBMN) {  // [N][K], K contiguous (column-major B)
+    sb.inner = p.K, sb.outer = p.N, sb.outer_stride = p.b.col_stride;
+    sb.box_inner = Cfg::kBK, sb.box_outer = Cfg::kBN / Cfg::kCluster;  // a cluster splits B's rows
+  } else {  // [K][N], N contiguous (row-major B)
+    sb.inner = p.N, sb.outer = p.K, sb.outer_stride = p.b.row_stride;
+    sb.box_inner = 64, sb.box_outer = Cfg::kBK;
+  }
+  CUtensorMap map_a, map_b;
+  if (const char* e = encode_operand_map(&map_a, sa)) return e;
+  if (const char* e = encode_operand_map(&map_b, sb)) return e;
+
+  auto kernel = sm90_gemm_kernel<Cfg>;
+  // The dynamic shared-memory opt-in is per device; remember which devices
+  // this instantiation was raised on (devices 0..63; others set it every call).
+  static std::atomic<uint64_t> raised{0};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return "sm90: cudaGetDevice failed";
+  const uint64_t bit = device < 64 ? (uint64_t{1} << device) : 0;
+  if (!bit || !(raised.load(std::memory_order_relaxed) & bit)) {
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();
+      return "sm90: cannot raise the kernel's dynamic shared-memory limit";
+    }
+    raised.fetch_or(bit, std::memory_order_relaxed);
+  }
+
+  KernelArgs args{};
+  args.M = static_cast<int>(p.M);
+  args.N = static_cast<int>(p.N);
+  args.K = static_cast<int>(p.K);
+  args.batch = static_cast<int>(p.batch);
+  args.tiles_m = static_cast<int>((p.M + Cfg::kBM - 1) / Cfg::kBM);
+  args.tiles_n = static_cast<int>((p.N + Cfg::kBN - 1) / Cfg::kBN);
+  args.k_blocks = static_cast<int>((p.K + Cfg::kBK - 1) / Cfg::kBK);
+  args.a_batched = a_batched;
+  args.b_batched = b_batched;
+  args.c_pairs_aligned = pointer_alignment(p.c) >= 2 * es && p.c_row_stride % 2 == 0 &&
+                         (p.batch <= 1 || p.c_batch_stride % 2 == 0);
+  args.c = p.c;
+  args.c_batch_stride = p.c_batch_stride;
+  args.c_row_stride = p.c_row_stride;
+  args.bias = p.bias;
+
+  if constexpr (Cfg::kCluster == 1) {
+    const int64_t tiles = static_cast<int64_t>(args.tiles_m) * args.tiles_n * args.batch;
+    const int grid = static_cast<int>(tiles < dev.num_sms ? tiles : dev.num_sms);
+    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(map_a, map_b, args);
+    return nullptr;
+  } else {
+    // Units of work are tile pairs; as many clusters as can be resident at once.
+    const int64_t units =
+        static_cast<int64_t>((args.tiles_m + Cfg::kCluster - 1) / Cfg::kCluster) * args.tiles_n * args.batch;
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = Cfg::kCluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cfg.blockDim = dim3(Cfg::kThreads, 1, 1);
+    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+    cfg.stream = stream;
+    static std::atomic<int> resident{0};  // max co-resident clusters (same for every sm_90 device we run on)
+    int max_clusters = resident.load(std::memory_order_relaxed);
+    if (max_clusters == 0) {
+      cfg.gridDim = dim3(Cfg::kCluster * (dev.num_sms / Cfg::kCluster), 1, 1);
+      if (cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &cfg) != cudaSuccess || max_clusters <= 0) {
+        (void)cudaGetLastError();
+        max_clusters = dev.num_sms / Cfg::kCluster;
+      }
+      resident.store(max_clusters, std::memory_order_relaxed);
+    }
+    const int64_t clusters = units < max_clusters ? units : max_clusters;
+    cfg.gridDim = dim3(static_cast<unsigned>(clusters * Cfg::kCluster), 1, 1);
+    if (cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, args) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "sm90: cluster launch failed";
+    }
+    return nullptr;
+  }
+}
+
+// One dtype's instantiations, selected by the host-side Choice.  Each dtype
+// file (hopper_bf16.cu, ...) instantiates this once.
+template <class T>
+const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c) {
+  if constexpr (sizeof(T) == 2) {
+    const int layout = (c.a_mn ? 2 : 0) + (c.b_mn ? 1 : 0);
+    if (c.tile == Tile::k128x256 && c.cluster == 2) {
+      switch (layout) {
+        case 0: return launch_sm90<Sm90Config<T, 256, false, false, 2>>(p, dev, stream);
+        case 1: return launch_sm90<Sm90Config<T, 256, false, true, 2>>(p, dev, stream);
+        case 2: return launch_sm90<Sm90Config<T, 256, true, false, 2>>(p, dev, stream);
+        default: return launch_sm90<Sm90Config<T, 256, true, true, 2>>(p, dev, stream);
+      }
+    }
+    if (c.tile == Tile::k128x256) {
+      switch (layout) {
+        case 0: return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream);
+        case 1: return launch_sm90<Sm90Config<T, 256, false, true>>(p, dev, stream);
+        case 2: return launch_sm90<Sm90Config<T, 256, true, false>>(p, dev, stream);
+        default: return launch_sm90<Sm90Config<T, 256, true, true>>(p, dev, stream);
+      }
+    } else {
+      switch (layout) {
+        case 0: return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream);
+        case 1: return launch_sm90<Sm90Config<T, 128, false, true>>(p, dev, stream);
+        case 2: return launch_sm90<Sm90Config<T, 128, true, false>>(p, dev, stream);
+        default: return launch_sm90<Sm90Config<T, 128, true, true>>(p, dev, stream);
+      }
+    }
+  } else {
+    if (c.a_mn || c.b_mn) return "sm90: tf32 takes K-major operands only";
+    if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream);
+    return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream);
+  }
+}
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace tiled

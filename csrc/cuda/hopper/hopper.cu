@@ -1,0 +1,139 @@
+// Hopper (sm_90a) tensor-core GEMM: what it can take, which tile config it
+// uses, and the launch.  The kernels themselves are instantiated per dtype in
+// hopper_bf16.cu / hopper_f16.cu / hopper_tf32.cu (parallel compile).
+//
+// Built for real only when the extension targets sm_90a (setup.py defines
+// TILED_WITH_SM90A); otherwise hopper_can_run is always false and nothing
+// here references a kernel.
+#include <cstdint>
+#include <cstdlib>
+
+#include "../dispatch.h"
+#include "hopper.h"
+
+namespace tiled {
+namespace cuda {
+
+namespace {
+
+using sm90::Choice;
+using sm90::Tile;
+
+[[maybe_unused]] constexpr int64_t kMaxInt = 0x7fffffff;
+
+[[maybe_unused]] int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// TMA's rules for a non-contiguous dimension: positive, a multiple of 16 bytes, < 2^40 bytes.
+[[maybe_unused]] bool tma_stride_ok(int64_t stride_elems, int es) {
+  if (stride_elems <= 0) return false;
+  const int64_t bytes = stride_elems * es;
+  return bytes % 16 == 0 && bytes < (int64_t{1} << 40);
+}
+
+// The operand's stride that TMA walks as its second dimension: the row stride
+// of a row-major operand, the column stride of a column-major one.
+[[maybe_unused]] int64_t outer_stride(const Operand& o) { return o.row_major() ? o.row_stride : o.col_stride; }
+
+[[maybe_unused]] bool operand_ok(const Operand& o, int64_t batch, int es) {
+  if (pointer_alignment(o.ptr) < 16) return false;
+  if (!tma_stride_ok(outer_stride(o), es)) return false;
+  if (batch > 1 && o.batch_stride != 0 && !tma_stride_ok(o.batch_stride, es)) return false;
+  return true;
+}
+
+// Tile choice: estimated time ~ waves * work per tile, with a 128x128 tile
+// doing half the work of a 128x256 one at ~90% of its efficiency.  Prefer
+// 128x256 unless the smaller tile fills the machine in fewer weighted waves.
+Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
+  Choice c;
+  c.a_mn = !p.a.row_major();
+  c.b_mn = p.b.row_major();
+  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
+  const int64_t tm = ceil_div(p.M, 128);
+  const int64_t waves256 = ceil_div(tm * ceil_div(p.N, 256) * p.batch, sms);
+  const int64_t waves128 = ceil_div(tm * ceil_div(p.N, 128) * p.batch, sms);
+  // cost256 = waves256 * 1.0, cost128 = waves128 * 0.5 / 0.9
+  c.tile = (waves128 * 5 < waves256 * 9) ? Tile::k128x128 : Tile::k128x256;
+  // 2-CTA clusters with B multicast: opt-in until measured (TILED_SM90_CLUSTER=2),
+  // read per call so a test or benchmark can flip it.
+  const char* env = std::getenv("TILED_SM90_CLUSTER");
+  if (env && env[0] == '2' && env[1] == '\0' && c.tile == Tile::k128x256 && p.dtype != DType::f32 && tm >= 2)
+    c.cluster = 2;
+  return c;
+}
+
+bool can_run_impl(const GemmProblem& p, const DeviceInfo& dev) {
+#if !defined(TILED_WITH_SM90A)
+  (void)p;
+  (void)dev;
+  return false;
+#else
+  if (dev.sm_major != 9 || dev.sm_minor != 0 || dev.num_sms <= 0) return false;
+  int es = 0;
+  switch (p.dtype) {
+    case DType::bf16:
+    case DType::f16: es = 2; break;
+    case DType::f32:
+      if (!p.allow_tf32) return false;
+      // wgmma reads tf32 only K-major from shared memory: A row-major and
+      // B column-major.  Other fp32 layouts go to the SIMT kernels.
+      if (!p.a.row_major() || p.b.row_major()) return false;
+      es = 4;
+      break;
+    default: return false;
+  }
+  if (p.M < 1 || p.N < 1 || p.K < 1 || p.batch < 1) return false;
+  if (p.M > kMaxInt || p.N > kMaxInt || p.K > kMaxInt || p.batch > kMaxInt) return false;
+  if (ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch > kMaxInt) return false;
+  if (!operand_ok(p.a, p.batch, es) || !operand_ok(p.b, p.batch, es)) return false;
+  const Choice c = choose(p, dev);
+  if (dev.max_smem_per_block_optin < static_cast<size_t>(sm90::tile_smem_bytes(c.tile))) return false;
+  return true;
+#endif
+}
+
+}  // namespace
+
+bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev) { return can_run_impl(p, dev); }
+
+const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
+  if (!can_run_impl(p, dev)) return nullptr;
+  const Choice c = choose(p, dev);
+  // [dtype bf16,f16,tf32][tile][a_mn][b_mn]; names use BLAS letters:
+  // a: 'n' row-major / 't' column-major;  b: 'n' row-major / 't' column-major.
+  static const char* const kNames[3][2][2][2] = {
+      {{{"sm90_bf16_128x256_nt", "sm90_bf16_128x256_nn"}, {"sm90_bf16_128x256_tt", "sm90_bf16_128x256_tn"}},
+       {{"sm90_bf16_128x128_nt", "sm90_bf16_128x128_nn"}, {"sm90_bf16_128x128_tt", "sm90_bf16_128x128_tn"}}},
+      {{{"sm90_f16_128x256_nt", "sm90_f16_128x256_nn"}, {"sm90_f16_128x256_tt", "sm90_f16_128x256_tn"}},
+       {{"sm90_f16_128x128_nt", "sm90_f16_128x128_nn"}, {"sm90_f16_128x128_tt", "sm90_f16_128x128_tn"}}},
+      {{{"sm90_tf32_128x256_nt", "?"}, {"?", "?"}}, {{"sm90_tf32_128x128_nt", "?"}, {"?", "?"}}},
+  };
+  static const char* const kClusterNames[2][2][2] = {
+      {{"sm90_bf16_128x256c2_nt", "sm90_bf16_128x256c2_nn"}, {"sm90_bf16_128x256c2_tt", "sm90_bf16_128x256c2_tn"}},
+      {{"sm90_f16_128x256c2_nt", "sm90_f16_128x256c2_nn"}, {"sm90_f16_128x256c2_tt", "sm90_f16_128x256c2_tn"}},
+  };
+  const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
+  if (c.cluster == 2) return kClusterNames[d][c.a_mn ? 1 : 0][c.b_mn ? 1 : 0];
+  return kNames[d][static_cast<int>(c.tile)][c.a_mn ? 1 : 0][c.b_mn ? 1 : 0];
+}
+
+const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+#if !defined(TILED_WITH_SM90A)
+  (void)p;
+  (void)dev;
+  (void)stream;
+  return "sm90: built without sm_90a (TILED_WITH_SM90A undefined)";
+#else
+  if (!can_run_impl(p, dev)) return "sm90: problem not supported by the Hopper kernel";
+  const Choice c = choose(p, dev);
+  switch (p.dtype) {
+    case DType::bf16: return sm90::launch_bf16(p, dev, stream, c);
+    case DType::f16: return sm90::launch_f16(p, dev, stream, c);
+    case DType::f32: return sm90::launch_tf32(p, dev, stream, c);
+    default: return "sm90: unsupported dtype";
+  }
+#endif
+}
+
+}  // namespace cuda
+}  // namespace tiled

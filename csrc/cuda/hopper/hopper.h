@@ -1,0 +1,50 @@
+// The Hopper (sm_90a) tensor-core GEMM family, as dispatch sees it.
+//
+// dispatch.h declares the two entry points every family has:
+//   bool        hopper_can_run(const GemmProblem&, const DeviceInfo&);
+//   const char* hopper_gemm(const GemmProblem&, const DeviceInfo&, cudaStream_t);
+// This header adds the config name (for gemm_kernel_name) and, in namespace
+// sm90, the host-side config choice shared by hopper.cu and the per-dtype
+// instantiation files.  Torch-free, and includes no CUDA device code.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "../../gemm_problem.h"
+#include "../dispatch.h"
+
+namespace tiled {
+namespace cuda {
+
+// The name of the config hopper_gemm would launch for `p` ("sm90_<dtype>_
+// <BMxBN>_<a><b>", a/b = 'n' row-major or 't' column-major), or nullptr when
+// hopper_can_run(p, dev) is false.
+const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
+
+namespace sm90 {
+
+enum class Tile : int { k128x256 = 0, k128x128 = 1 };
+
+struct Choice {
+  Tile tile = Tile::k128x256;
+  bool a_mn = false;  // A column-major: M-major in shared memory
+  bool b_mn = false;  // B row-major: N-major in shared memory
+  int cluster = 1;    // 2: CTA pairs along M share B through TMA multicast (128x256, 16-bit only)
+};
+
+constexpr int tile_bn(Tile t) { return t == Tile::k128x256 ? 256 : 128; }
+constexpr int tile_stages(Tile t) { return t == Tile::k128x256 ? 4 : 6; }
+// Every k-block is 128 bytes of K for both operands, whatever the dtype, so
+// a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack and two
+// 8-byte mbarriers per stage.  gemm_sm90.cuh static_asserts the same number.
+constexpr int tile_smem_bytes(Tile t) {
+  return tile_stages(t) * (128 + tile_bn(t)) * 128 + 1024 + 16 * tile_stages(t);
+}
+
+// Per-dtype launchers (hopper_bf16.cu, hopper_f16.cu, hopper_tf32.cu).
+const char* launch_bf16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c);
+const char* launch_f16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c);
+const char* launch_tf32(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c);
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace tiled

@@ -1,0 +1,66 @@
+// The teaching ladder: ladder_gemm(p, step) runs one step of the seed ladder.
+//
+// Step numbers:
+//    1  naive, one thread per output                  01_naive.cuh          all dtypes
+//    2  shared-memory tiling, TILE 32                  02_smem_tiling.cuh    all dtypes
+//   20  shared-memory tiling, TILE 16 (step 2 variant) 02_smem_tiling.cuh    all dtypes
+//    3  register (thread) tiling, 4x4 per thread       03_thread_tiling.cuh  all dtypes
+//    4  smem + register tiling, cooperative fetching   04_two_level_tiling.cuh all dtypes
+//    5  128-bit coalesced loads, transposed smem       05_vectorized.cuh     float32
+//    6  256x128 block / 64x64 warp / 8x16 thread tile  06_warp_tiling.cuh    float32
+//    7  4-stage cp.async pipeline, named barriers      07_cp_async_pipeline.cuh float32
+//    8  Hilbert block order                            08_hilbert.cuh        float32
+//    9  simt_fast: step 8 tuned for Hopper             simt_fast.cu          float32
+//  91..93  simt_fast tuning candidates (NN, aligned B only), see simt_fast.cu
+// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20 and 91..93 are
+// extras for tests and benchmarks.  Any other number returns an error string.
+//
+// Steps 1-4 take float32, float64 (accumulating in double), float16 and
+// bfloat16 (accumulating in float); steps 5-9 float32 only (strict fp32 math,
+// whatever allow_tf32 says).
+#include "ladder_steps.h"
+
+namespace tiled {
+namespace cuda {
+
+const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev,
+                        cudaStream_t stream) {
+  switch (step) {
+    case 1: return ladder::run_naive(p, stream);
+    case 2: return ladder::run_smem_tiled(p, 32, stream);
+    case 20: return ladder::run_smem_tiled(p, 16, stream);
+    case 3: return ladder::run_thread_tiled(p, stream);
+    case 4: return ladder::run_two_level(p, stream);
+    case 5: return ladder::run_vectorized(p, stream);
+    case 6: return ladder::run_warp_tiled(p, stream);
+    case 7: return ladder::run_cp_async(p, dev, stream);
+    case 8: return ladder::run_hilbert(p, dev, stream);
+    case 9: return simt_fast_gemm(p, dev, stream);
+    case 91:
+    case 92:
+    case 93: return ladder::run_simt_candidate(step - 90, p, dev, stream);
+  }
+  return "ladder_gemm: invalid step (valid: 1-9, 20, 91-93)";
+}
+
+const char* ladder_step_name(int step) {
+  switch (step) {
+    case 1: return "naive";
+    case 2: return "smem tiling (TILE 32)";
+    case 20: return "smem tiling (TILE 16)";
+    case 3: return "thread tiling (4x4)";
+    case 4: return "two-level tiling (64x64, 4x4)";
+    case 5: return "vectorized 128-bit loads (128x128, 8x8)";
+    case 6: return "warp tiling (256x128, 64x64 warps)";
+    case 7: return "cp.async 4-stage pipeline";
+    case 8: return "hilbert block order";
+    case 9: return "simt_fast (128x128, 4 warps, 4 stages)";
+    case 91:
+    case 92:
+    case 93: return ladder::simt_candidate_name(step - 90);
+  }
+  return nullptr;
+}
+
+}  // namespace cuda
+}  // namespace tiled

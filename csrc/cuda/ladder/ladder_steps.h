@@ -1,0 +1,33 @@
+// Internal to the ladder: one launcher per step, split across translation
+// units so the two halves of the ladder compile in parallel
+// (ladder_basic.cu: steps 1-4, every dtype; ladder_fast.cu: steps 5-8, f32).
+// ladder.cu maps step numbers onto these.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "../../gemm_problem.h"
+#include "../dispatch.h"
+
+namespace tiled {
+namespace cuda {
+namespace ladder {
+
+const char* run_naive(const GemmProblem& p, cudaStream_t stream);             // step 1
+const char* run_smem_tiled(const GemmProblem& p, int tile, cudaStream_t s);   // step 2 (32), 20 (16)
+const char* run_thread_tiled(const GemmProblem& p, cudaStream_t stream);      // step 3
+const char* run_two_level(const GemmProblem& p, cudaStream_t stream);         // step 4
+const char* run_vectorized(const GemmProblem& p, cudaStream_t stream);        // step 5
+const char* run_warp_tiled(const GemmProblem& p, cudaStream_t stream);        // step 6
+const char* run_cp_async(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);  // step 7
+const char* run_hilbert(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);   // step 8
+// Tuning candidates for simt_fast (steps 91..), defined in simt_fast.cu.
+const char* run_simt_candidate(int which, const GemmProblem& p, const DeviceInfo& dev,
+                               cudaStream_t s);
+const char* simt_candidate_name(int which);
+constexpr int kSimtCandidates = 3;
+
+constexpr const char* kF32Only = "this ladder step supports float32 only";
+
+}  // namespace ladder
+}  // namespace cuda
+}  // namespace tiled

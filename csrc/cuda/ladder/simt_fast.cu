@@ -1,0 +1,93 @@
+// simt_fast: the ladder's last step (08_hilbert.cuh: warp-tiled, cp.async
+// multi-stage, named barriers, Hilbert block order) in the configuration
+// tuned for Hopper; what dispatch uses for strict fp32
+// (dtype == f32 && !allow_tf32).
+//
+// Configuration (SimtFastCfg): 128 x 128 block tile, BK = 8, 4 warps (2 x 2)
+// of 64 x 64, 8 x 16 accumulators per thread, 4 cp.async stages (33.8 KB),
+// __launch_bounds__(128, 2): two blocks (8 warps) per SM, so one block's
+// barrier / epilogue overlaps the other's math.  Compared with the seed's
+// 256 x 128 x 8-warp block (step 8) it keeps the per-thread work (128 FMAs per
+// 6 LDS.128 per k) but halves the block, so 4096^2 makes 1024 blocks for
+// 264 resident slots instead of 512 for 132, and named barriers couple only
+// warp pairs.  The alternatives are kept as ladder steps 91.. (NN, aligned
+// only) so the GPU run can compare them; see ladder.cu.
+//
+// Accepts every f32 problem: layouts are template parameters (NN, NT, TN, TT
+// run the same math; only the copy instruction differs), 16-byte copies when
+// the X-contiguous operands are aligned, 4-byte zero-filling copies at the
+// edges and for everything else.
+#include "08_hilbert.cuh"
+#include "ladder_steps.h"
+
+namespace tiled {
+namespace cuda {
+namespace ladder {
+
+using SimtFastCfg = WarpTileCfg<128, 128, 8, 64, 64, 8, 16, /*STAGES=*/4, /*MINB=*/2,
+                                /*NAMED=*/true>;
+
+// Tuning candidates (ladder steps 91..93).
+using SimtCand1 = WarpTileCfg<128, 128, 8, 64, 32, 8, 8, 4, 1, true>;    // 256 thr, 8x8
+using SimtCand2 = WarpTileCfg<128, 128, 16, 64, 64, 8, 16, 3, 2, true>;  // BK 16, 3 stages
+using SimtCand3 = WarpTileCfg<128, 128, 8, 64, 64, 8, 16, 4, 2, false>;  // __syncthreads
+
+namespace {
+constexpr const char* kSimtF32Only = "simt_fast supports float32 only";
+
+// Candidates are instantiated for NN with aligned operands only (compile
+// time); anything else is refused.
+template <class C>
+const char* launch_candidate(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  if (p.dtype != DType::f32) return kSimtF32Only;
+  if (!p.a.row_major() || !p.b.row_major() || !operand_vec4_ok(p.b, p.batch))
+    return "simt_fast tuning candidates take only NN problems with an aligned B";
+  if (static_cast<size_t>(C::kSmemBytes) > dev.max_smem_per_block_optin)
+    return "simt_fast candidate: not enough shared memory on this device";
+  const int64_t tiles_m = ceil_div(p.M, C::BM), tiles_n = ceil_div(p.N, C::BN);
+  dim3 grid;
+  if (const char* e = make_grid(tiles_m * tiles_n, p.batch, &grid)) return e;
+  auto kern = pipelined_kernel<C, HilbertOrder, false, true, true>;
+  if (C::kSmemBytes > 48 * 1024 &&
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes) !=
+          cudaSuccess)
+    return "simt_fast candidate: cudaFuncSetAttribute failed";
+  kern<<<grid, C::kThreads, C::kSmemBytes, s>>>(make_params<float>(p), tiles_m, tiles_n,
+                                                HilbertOrder::panel(tiles_m, tiles_n));
+  return nullptr;
+}
+}  // namespace
+
+const char* run_simt_candidate(int which, const GemmProblem& p, const DeviceInfo& dev,
+                               cudaStream_t s) {
+  switch (which) {
+    case 1: return launch_candidate<SimtCand1>(p, dev, s);
+    case 2: return launch_candidate<SimtCand2>(p, dev, s);
+    case 3: return launch_candidate<SimtCand3>(p, dev, s);
+  }
+  return "simt_fast: no such tuning candidate";
+}
+
+const char* simt_candidate_name(int which) {
+  switch (which) {
+    case 1: return "simt cand 1: 128x128x8, 256 thr, warp 64x32, thread 8x8, 4 stages";
+    case 2: return "simt cand 2: 128x128x16, 128 thr, warp 64x64, thread 8x16, 3 stages";
+    case 3: return "simt cand 3: simt_fast config with __syncthreads instead of named barriers";
+  }
+  return nullptr;
+}
+
+}  // namespace ladder
+
+bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev) {
+  return p.dtype == DType::f32 &&
+         static_cast<size_t>(ladder::SimtFastCfg::kSmemBytes) <= dev.max_smem_per_block_optin;
+}
+
+const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+  return ladder::launch_pipelined<ladder::SimtFastCfg, ladder::HilbertOrder>(
+      p, dev, stream, ladder::kSimtF32Only);
+}
+
+}  // namespace cuda
+}  // namespace tiled
