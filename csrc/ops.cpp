@@ -79,7 +79,7 @@ class GemmFunction : public torch::autograd::Function<GemmFunction> {
       }
     }
     if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) {
-      grad_bias = grad.dim() == 3 ? grad.sum({0, 1}) : grad.sum(0);
+      grad_bias = grad.dim() == 3 ? grad.sum(at::IntArrayRef{0, 1}) : grad.sum(0);
     }
     return {grad_a, grad_b, grad_bias};
   }
