@@ -54,7 +54,7 @@ if has test; then
   rc=$?; say "smoke simt_fast rc=$rc"
   [ $rc -eq 0 ] || export TILED_DISABLE_KERNELS="simt_fast${TILED_DISABLE_KERNELS:+,$TILED_DISABLE_KERNELS}"
   say "tests (TILED_DISABLE_KERNELS=${TILED_DISABLE_KERNELS:-})"
-  timeout ${TEST_TIMEOUT:-480} $PY -m pytest -q -rs -p timeout --timeout=120 tests ${PYTEST_ARGS:-} 2>&1 \
+  timeout ${TEST_TIMEOUT:-480} $PY -m pytest -q -rs -p timeout --timeout=120 -n ${PYTEST_WORKERS:-4} --dist loadfile tests ${PYTEST_ARGS:-} 2>&1 \
     | grep -vE "^(tests/.*(PASSED|SKIPPED))" | tail -120 >>"$LOG"
   say "tests rc=${PIPESTATUS[0]}"
 fi

@@ -154,6 +154,9 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
 };
 
 at::Tensor linear_autograd(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  // Reject bad arguments before any autograd state exists.
+  check_linear_args(x, weight);
+  check_bias(bias, weight.size(0), x, "tiled.linear");
   return LinearFunction::apply(x, weight, bias);
 }
 

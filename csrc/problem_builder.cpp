@@ -62,6 +62,17 @@ DType to_dtype(at::ScalarType t) {
   }
 }
 
+void check_bias(const std::optional<at::Tensor>& bias, int64_t N, const at::Tensor& like, const char* op_name) {
+  if (!bias.has_value()) return;
+  const auto& c = *bias;
+  TORCH_CHECK(c.dim() == 1 && c.size(0) == N, op_name, ": bias must be 1-D of size N=", N, ", got shape ",
+              c.sizes());
+  TORCH_CHECK(c.scalar_type() == like.scalar_type(), op_name, ": bias dtype ", c.scalar_type(),
+              " differs from the operands' dtype ", like.scalar_type());
+  TORCH_CHECK(c.device() == like.device(), op_name, ": bias is on ", c.device(), " but the operands are on ",
+              like.device());
+}
+
 std::vector<int64_t> check_gemm_args(const at::Tensor& a, const at::Tensor& b,
                                      const std::optional<at::Tensor>& bias,
                                      const char* op_name) {
@@ -83,15 +94,7 @@ std::vector<int64_t> check_gemm_args(const at::Tensor& a, const at::Tensor& b,
   TORCH_CHECK(a.layout() == at::kStrided && b.layout() == at::kStrided, op_name,
               ": only strided (dense) tensors are supported");
   const int64_t N = b.size(-1);
-  if (bias.has_value()) {
-    const auto& c = *bias;
-    TORCH_CHECK(c.dim() == 1 && c.size(0) == N, op_name, ": bias must be 1-D of size N=", N,
-                " (b is ", shape_str(b), "), got shape ", c.sizes());
-    TORCH_CHECK(c.scalar_type() == a.scalar_type(), op_name, ": bias dtype ", c.scalar_type(),
-                " differs from a/b dtype ", a.scalar_type());
-    TORCH_CHECK(c.device() == a.device(), op_name, ": bias is on ", c.device(),
-                " but a and b are on ", a.device());
-  }
+  check_bias(bias, N, a, op_name);
   std::vector<int64_t> shape;
   if (a.dim() == 3) shape.push_back(a.size(0));
   else if (b.dim() == 3) shape.push_back(b.size(0));
