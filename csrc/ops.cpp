@@ -96,13 +96,15 @@ at::Tensor gemm_autograd(const at::Tensor& a, const at::Tensor& b, const std::op
 // where gemm's generic formula would give a transposed [in, out] result that
 // AccumulateGrad then copies.
 
+// SymInt-only: the Autograd kernel runs these checks on symbolic sizes under
+// torch.compile, and reading a plain int size would specialise every dim.
 void check_linear_args(const at::Tensor& x, const at::Tensor& weight) {
   TORCH_CHECK(weight.dim() == 2, "tiled.linear: weight must be 2-D [out_features, in_features], got shape ",
-              weight.sizes());
+              weight.sym_sizes());
   TORCH_CHECK(x.dim() >= 1, "tiled.linear: input must be at least 1-D");
-  TORCH_CHECK(x.size(-1) == weight.size(1), "tiled.linear: mat1 and mat2 shapes cannot be multiplied (",
-              x.numel() / std::max<int64_t>(x.size(-1), 1), "x", x.size(-1), " and ", weight.size(1), "x",
-              weight.size(0), ")");
+  TORCH_SYM_CHECK(x.sym_size(-1).sym_eq(weight.sym_size(1)),
+                  "tiled.linear: mat1 and mat2 shapes cannot be multiplied (input ", x.sym_sizes(), " and weight^T ",
+                  weight.sym_size(1), "x", weight.sym_size(0), ")");
 }
 
 // Shapes go through the SymInt APIs: under torch.compile these functions
@@ -156,7 +158,7 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
 at::Tensor linear_autograd(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   // Reject bad arguments before any autograd state exists.
   check_linear_args(x, weight);
-  check_bias(bias, weight.size(0), x, "tiled.linear");
+  check_bias(bias, weight.sym_size(0), x, "tiled.linear");
   return LinearFunction::apply(x, weight, bias);
 }
 

@@ -62,11 +62,13 @@ DType to_dtype(at::ScalarType t) {
   }
 }
 
-void check_bias(const std::optional<at::Tensor>& bias, int64_t N, const at::Tensor& like, const char* op_name) {
+void check_bias(const std::optional<at::Tensor>& bias, const c10::SymInt& N, const at::Tensor& like,
+                const char* op_name) {
   if (!bias.has_value()) return;
   const auto& c = *bias;
-  TORCH_CHECK(c.dim() == 1 && c.size(0) == N, op_name, ": bias must be 1-D of size N=", N, ", got shape ",
-              c.sizes());
+  // SymInt comparison: under torch.compile this runs on symbolic sizes.
+  TORCH_SYM_CHECK(c.dim() == 1 ? c.sym_size(0).sym_eq(N) : c10::SymBool(false), op_name,
+                  ": bias must be 1-D of size N=", N, ", got shape ", c.sym_sizes());
   TORCH_CHECK(c.scalar_type() == like.scalar_type(), op_name, ": bias dtype ", c.scalar_type(),
               " differs from the operands' dtype ", like.scalar_type());
   TORCH_CHECK(c.device() == like.device(), op_name, ": bias is on ", c.device(), " but the operands are on ",

@@ -22,7 +22,8 @@ struct PreparedGemm {
 };
 
 // bias must be a 1-D [N] tensor of `like`'s dtype and device.
-void check_bias(const std::optional<at::Tensor>& bias, int64_t N, const at::Tensor& like, const char* op_name);
+void check_bias(const std::optional<at::Tensor>& bias, const c10::SymInt& N, const at::Tensor& like,
+                const char* op_name);
 
 // Checks a/b/bias ("a and b shapes cannot be multiplied (3x2 and 3x2)", ...)
 // and returns the output shape; throws c10::Error (RuntimeError in Python).
