@@ -54,9 +54,16 @@ if has test; then
   rc=$?; say "smoke simt_fast rc=$rc"
   [ $rc -eq 0 ] || export TILED_DISABLE_KERNELS="simt_fast${TILED_DISABLE_KERNELS:+,$TILED_DISABLE_KERNELS}"
   say "tests (TILED_DISABLE_KERNELS=${TILED_DISABLE_KERNELS:-})"
-  timeout ${TEST_TIMEOUT:-480} $PY -m pytest -q -rs -p timeout --timeout=120 -n ${PYTEST_WORKERS:-4} --dist loadfile tests ${PYTEST_ARGS:-} 2>&1 \
-    | grep -vE "^(tests/.*(PASSED|SKIPPED))" | tail -120 >>"$LOG"
-  say "tests rc=${PIPESTATUS[0]}"
+  timeout ${TEST_TIMEOUT:-480} $PY -m pytest -q -rfEs -p timeout --timeout=120 -n ${PYTEST_WORKERS:-4} --dist loadfile \
+    tests ${PYTEST_ARGS:-} >"$OUT/tests.log" 2>&1
+  rc=$?
+  grep -E "^(FAILED|ERROR)|passed|failed|crashed|node down" "$OUT/tests.log" | tail -60 >>"$LOG"
+  say "tests rc=$rc (full output: tests.log)"
+fi
+if has gdb; then
+  # C++ backtrace of a crash, with the CUDA debugger (the image has no gdb).
+  say "gdb: ${GDB_SNIPPET:-}"
+  cuda-gdb -batch -ex run -ex bt --args $PY -c "${GDB_SNIPPET:-import torch}" 2>&1 | grep -vE "^\[New Thread|^\[Thread" | tail -40 >>"$LOG"
 fi
 if has sanitizer; then
   say "compute-sanitizer memcheck + racecheck on small/remainder shapes"
@@ -67,12 +74,12 @@ if has sanitizer; then
 fi
 if has bench; then
   say "bench"
-  $PY -m torch_tiled_gemm.bench ${BENCH_ARGS:-} --out "$OUT/results" >>"$LOG" 2>&1
+  timeout ${BENCH_TIMEOUT:-420} $PY -m torch_tiled_gemm.bench ${BENCH_ARGS:-} --out "$OUT/results" >>"$LOG" 2>&1
   say "bench rc=$?"
 fi
 if has ladder; then
   say "ladder"
-  $PY benchmarks/ladder.py --out "$OUT/results" >>"$LOG" 2>&1
+  timeout ${LADDER_TIMEOUT:-300} $PY benchmarks/ladder.py --out "$OUT/results" >>"$LOG" 2>&1
   say "ladder rc=$?"
 fi
 say "done"

@@ -248,25 +248,31 @@ def main(argv=None):
     info = env_info(device)
     bar = Progress(len(cases_plan))
     results = []
+    os.makedirs(args.out, exist_ok=True)
+    stem = f"{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}"
+    base = os.path.join(args.out, stem)
+
+    def write():
+        info["cases"] = results
+        with open(base + ".json", "w") as f:
+            json.dump(info, f, indent=1)
+        md = (f"# {info['gpu']} — torch {info['torch']} (CUDA {info['cuda']}) — commit {info['commit']} — "
+              f"{info['date']}\n\n{info['protocol']}\n\n{table(results)}\n")
+        with open(base + ".md", "w") as f:
+            f.write(md)
+        return md
+
     for kind, shape, dname, layout in cases_plan:
         label = f"{kind} {dname} {'x'.join(map(str, shape))} {layout}"
         if kind == "gemm":
             results.append(gemm_case(*shape, dname, layout, device))
         else:
             results.append(linear_case(*shape, dname, device))
+        write()  # after every case: a run cut short still leaves its numbers
         bar.step(label)
         if device == "cuda":
             torch.cuda.empty_cache()
-    info["cases"] = results
-    os.makedirs(args.out, exist_ok=True)
-    stem = f"{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}"
-    base = os.path.join(args.out, stem)
-    with open(base + ".json", "w") as f:
-        json.dump(info, f, indent=1)
-    md = (f"# {info['gpu']} — torch {info['torch']} (CUDA {info['cuda']}) — commit {info['commit']} — "
-          f"{info['date']}\n\n{info['protocol']}\n\n{table(results)}\n")
-    with open(base + ".md", "w") as f:
-        f.write(md)
+    md = write()
     try:
         plot(results, base + ".png", f"{info['gpu']}  torch {info['torch']}  {info['commit']}")
     except ImportError:
