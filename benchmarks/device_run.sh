@@ -30,6 +30,7 @@ if has build; then
     | grep -v "0 bytes spill stores, 0 bytes spill loads" | tail -150 >>"$LOG"
   rm -f "$OUT/build_full.log"
   say "build rc=$rc in $(( $(date +%s) - t0 )) s"
+  nm -C torch_tiled_gemm/_C*.so | grep -E "_M_insert<long>" >>"$LOG"
   [ $rc -eq 0 ] || exit $rc
 fi
 if has sass; then
@@ -76,6 +77,11 @@ if has bench; then
   say "bench"
   timeout ${BENCH_TIMEOUT:-420} $PY -m torch_tiled_gemm.bench ${BENCH_ARGS:-} --out "$OUT/results" >>"$LOG" 2>&1
   say "bench rc=$?"
+fi
+if has cluster; then
+  say "bench: 2-CTA cluster variant (TILED_SM90_CLUSTER=2), quick shapes"
+  TILED_SM90_CLUSTER=2 timeout 200 $PY -m torch_tiled_gemm.bench --quick --tag cluster2 --out "$OUT/results" 2>/dev/null \
+    | grep -E "^\| gemm \| (bf16|fp16)|geometric" >>"$LOG"
 fi
 if has ladder; then
   say "ladder"

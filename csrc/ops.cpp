@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "cpu/gemm_cpu.h"
+#include "error_message.h"
 #include "problem_builder.h"
 
 namespace tiled {
@@ -19,7 +20,7 @@ at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optiona
 
 at::Tensor gemm_ladder_cpu(const at::Tensor& a, const at::Tensor& b, int64_t step) {
   check_gemm_args(a, b, std::nullopt, "tiled.gemm_ladder");
-  TORCH_CHECK(false, "tiled.gemm_ladder: the kernel ladder runs on CUDA tensors only, got ", a.device());
+  TILED_CHECK(false, "tiled.gemm_ladder: the kernel ladder runs on CUDA tensors only, got ", a.device());
 }
 
 std::string gemm_kernel_name_cpu(const at::Tensor& a, const at::Tensor& b) {
@@ -99,10 +100,10 @@ at::Tensor gemm_autograd(const at::Tensor& a, const at::Tensor& b, const std::op
 // SymInt-only: the Autograd kernel runs these checks on symbolic sizes under
 // torch.compile, and reading a plain int size would specialise every dim.
 void check_linear_args(const at::Tensor& x, const at::Tensor& weight) {
-  TORCH_CHECK(weight.dim() == 2, "tiled.linear: weight must be 2-D [out_features, in_features], got shape ",
+  TILED_CHECK(weight.dim() == 2, "tiled.linear: weight must be 2-D [out_features, in_features], got shape ",
               weight.sym_sizes());
-  TORCH_CHECK(x.dim() >= 1, "tiled.linear: input must be at least 1-D");
-  TORCH_SYM_CHECK(x.sym_size(-1).sym_eq(weight.sym_size(1)),
+  TILED_CHECK(x.dim() >= 1, "tiled.linear: input must be at least 1-D");
+  TILED_SYM_CHECK(x.sym_size(-1).sym_eq(weight.sym_size(1)),
                   "tiled.linear: mat1 and mat2 shapes cannot be multiplied (input ", x.sym_sizes(), " and weight^T ",
                   weight.sym_size(1), "x", weight.sym_size(0), ")");
 }

@@ -1,17 +1,13 @@
 #include "problem_builder.h"
 
-#include <sstream>
+#include "error_message.h"
+
 
 namespace tiled {
 
 namespace {
 
-std::string shape_str(const at::Tensor& t) {
-  std::ostringstream s;
-  for (int64_t i = 0; i < t.dim(); ++i) s << (i ? "x" : "") << t.size(i);
-  if (t.dim() == 0) s << "scalar";
-  return s.str();
-}
+c10::IntArrayRef shape_str(const at::Tensor& t) { return t.sizes(); }
 
 bool supported(at::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
@@ -58,7 +54,7 @@ DType to_dtype(at::ScalarType t) {
     case at::kDouble: return DType::f64;
     case at::kHalf: return DType::f16;
     case at::kBFloat16: return DType::bf16;
-    default: TORCH_CHECK(false, "tiled.gemm: unsupported dtype ", t);
+    default: TILED_CHECK(false, "tiled.gemm: unsupported dtype ", t);
   }
 }
 
@@ -67,33 +63,33 @@ void check_bias(const std::optional<at::Tensor>& bias, const c10::SymInt& N, con
   if (!bias.has_value()) return;
   const auto& c = *bias;
   // SymInt comparison: under torch.compile this runs on symbolic sizes.
-  TORCH_SYM_CHECK(c.dim() == 1 ? c.sym_size(0).sym_eq(N) : c10::SymBool(false), op_name,
+  TILED_SYM_CHECK(c.dim() == 1 ? c.sym_size(0).sym_eq(N) : c10::SymBool(false), op_name,
                   ": bias must be 1-D of size N=", N, ", got shape ", c.sym_sizes());
-  TORCH_CHECK(c.scalar_type() == like.scalar_type(), op_name, ": bias dtype ", c.scalar_type(),
+  TILED_CHECK(c.scalar_type() == like.scalar_type(), op_name, ": bias dtype ", c.scalar_type(),
               " differs from the operands' dtype ", like.scalar_type());
-  TORCH_CHECK(c.device() == like.device(), op_name, ": bias is on ", c.device(), " but the operands are on ",
+  TILED_CHECK(c.device() == like.device(), op_name, ": bias is on ", c.device(), " but the operands are on ",
               like.device());
 }
 
 std::vector<int64_t> check_gemm_args(const at::Tensor& a, const at::Tensor& b,
                                      const std::optional<at::Tensor>& bias,
                                      const char* op_name) {
-  TORCH_CHECK(a.dim() == 2 || a.dim() == 3, op_name, ": a must be 2-D [M, K] or 3-D [B, M, K], got ",
+  TILED_CHECK(a.dim() == 2 || a.dim() == 3, op_name, ": a must be 2-D [M, K] or 3-D [B, M, K], got ",
               a.dim(), "-D tensor of shape ", a.sizes());
-  TORCH_CHECK(b.dim() == 2 || b.dim() == 3, op_name, ": b must be 2-D [K, N] or 3-D [B, K, N], got ",
+  TILED_CHECK(b.dim() == 2 || b.dim() == 3, op_name, ": b must be 2-D [K, N] or 3-D [B, K, N], got ",
               b.dim(), "-D tensor of shape ", b.sizes());
-  TORCH_CHECK(a.size(-1) == b.size(-2), op_name, ": a and b shapes cannot be multiplied (",
+  TILED_CHECK(a.size(-1) == b.size(-2), op_name, ": a and b shapes cannot be multiplied (",
               shape_str(a), " and ", shape_str(b), ")");
-  TORCH_CHECK(a.dim() == 2 || b.dim() == 2 || a.size(0) == b.size(0), op_name,
+  TILED_CHECK(a.dim() == 2 || b.dim() == 2 || a.size(0) == b.size(0), op_name,
               ": batch sizes of a and b differ (", shape_str(a), " and ", shape_str(b), ")");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), op_name,
+  TILED_CHECK(a.scalar_type() == b.scalar_type(), op_name,
               ": expected a and b to have the same dtype, but got: ", a.scalar_type(), " != ",
               b.scalar_type());
-  TORCH_CHECK(supported(a.scalar_type()), op_name, ": unsupported dtype ", a.scalar_type(),
+  TILED_CHECK(supported(a.scalar_type()), op_name, ": unsupported dtype ", a.scalar_type(),
               " (supported: float32, float64, float16, bfloat16)");
-  TORCH_CHECK(a.device() == b.device(), op_name,
+  TILED_CHECK(a.device() == b.device(), op_name,
               ": expected a and b on the same device, but got ", a.device(), " and ", b.device());
-  TORCH_CHECK(a.layout() == at::kStrided && b.layout() == at::kStrided, op_name,
+  TILED_CHECK(a.layout() == at::kStrided && b.layout() == at::kStrided, op_name,
               ": only strided (dense) tensors are supported");
   const int64_t N = b.size(-1);
   check_bias(bias, N, a, op_name);

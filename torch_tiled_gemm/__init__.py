@@ -9,6 +9,7 @@
 from . import ops  # noqa: F401  (loads the library, registers fake kernels)
 from .functional import gemm, kernel_name, linear, matmul
 from .nn import TiledLinear, swap_linear
+from . import distributed  # noqa: F401,E402  (arms the DTensor sharding rules; lazy)
 
 __all__ = ["gemm", "matmul", "linear", "kernel_name", "TiledLinear", "swap_linear"]
 __version__ = "0.1.0"

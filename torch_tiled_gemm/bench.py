@@ -241,6 +241,7 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join("benchmarks", "results"))
     p.add_argument("--quick", action="store_true", help="fewer shapes")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--tag", default="", help="suffix for the result files (e.g. a variant's name)")
     args = p.parse_args(argv)
     device = args.device
     torch.manual_seed(0)
@@ -249,7 +250,9 @@ def main(argv=None):
     bar = Progress(len(cases_plan))
     results = []
     os.makedirs(args.out, exist_ok=True)
-    stem = f"{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}"
+    stem = f"{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}" + (f"-{args.tag}" if args.tag else "")
+    info["tag"] = args.tag
+    info["env"] = {k: v for k, v in os.environ.items() if k.startswith("TILED_")}
     base = os.path.join(args.out, stem)
 
     def write():

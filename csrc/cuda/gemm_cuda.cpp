@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "../error_message.h"
 #include "../problem_builder.h"
 #include "dispatch.h"
 
@@ -46,7 +47,7 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
   if (g.done) return g.out;
   g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
   const char* err = cuda::gemm(g.problem, device_info(a.get_device()), c10::cuda::getCurrentCUDAStream());
-  TORCH_CHECK(err == nullptr, "tiled.gemm: ", err);
+  TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return g.out;
 }
@@ -54,12 +55,12 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
 at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t step) {
   c10::cuda::CUDAGuard guard(a.device());
   PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_ladder");
-  TORCH_CHECK(cuda::ladder_step_name(static_cast<int>(step)) != nullptr, "tiled.gemm_ladder: no ladder step ",
+  TILED_CHECK(cuda::ladder_step_name(static_cast<int>(step)) != nullptr, "tiled.gemm_ladder: no ladder step ",
               step);
   if (g.done) return g.out;
   const char* err = cuda::ladder_gemm(g.problem, static_cast<int>(step), device_info(a.get_device()),
                                       c10::cuda::getCurrentCUDAStream());
-  TORCH_CHECK(err == nullptr, "tiled.gemm_ladder(step=", step, "): ", err);
+  TILED_CHECK(err == nullptr, "tiled.gemm_ladder(step=", step, "): ", err);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return g.out;
 }
