@@ -216,3 +216,53 @@ def test_mixed_sizes_tall_skinny(device):
 def test_kernel_name_cpu():
     a, b = make_operands(8, 8, 8, torch.float32, "cpu")
     assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked"
+
+
+def _is_hopper():
+    return HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, "tf32"], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_staged_operands(dtype, layout):
+    """Operands the tensor-core kernel cannot read in place (odd leading dims,
+    odd offsets, non-K-major tf32) go through aligned K-major copies."""
+    tf32 = dtype == "tf32"
+    dt = torch.float32 if tf32 else dtype
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        cases = [(255, 257, 129), (1000, 999, 997), (129, 4095, 67)]
+        for i, (M, N, K) in enumerate(cases):
+            a, b = make_operands(M, N, K, dt, "cuda", layout)
+            bias = rand((N,), dt, "cuda") if i % 2 == 0 else None
+            name = torch.ops.tiled.gemm_kernel_name(a, b)
+            out, _ = run_poisoned(lambda: gemm(a, b, bias), M * N, dt, "cuda")
+            assert_close_rel(out, reference(a, b, bias), dt, TF32_TOL if tf32 else None)
+            if _is_hopper():
+                assert name.startswith(("staged", "sm90")), name
+        # an odd storage offset on an otherwise aligned shape, and a batch
+        big = rand((3, 260, 300), dt, "cuda")
+        a3 = big[:, 1:129, 3:259]
+        b3 = rand((3, 256, 200), dt, "cuda")
+        if layout[1] == "T":
+            b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)
+        assert_close_rel(gemm(a3, b3), reference(a3, b3), dt, TF32_TOL if tf32 else None)
+        if _is_hopper():
+            assert torch.ops.tiled.gemm_kernel_name(a3, b3).startswith("staged_a"), torch.ops.tiled.gemm_kernel_name(a3, b3)
+        # broadcast 2-D B against a batched A
+        b2 = rand((256, 131), dt, "cuda")
+        assert_close_rel(gemm(a3, b2), reference(a3, b2), dt, TF32_TOL if tf32 else None)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+@needs_cuda
+def test_staging_can_be_disabled_and_small_shapes_skip_it():
+    if not _is_hopper():
+        pytest.skip("staging targets the sm_90a kernels")
+    a, b = make_operands(4095, 4095, 4095, torch.bfloat16, "cuda")
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged")
+    a, b = make_operands(8, 4095, 4095, torch.bfloat16, "cuda")
+    assert not torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged")

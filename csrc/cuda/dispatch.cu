@@ -5,6 +5,8 @@
 #include "dispatch.h"
 #include "hopper/hopper.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -49,6 +51,55 @@ Family choose(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 }  // namespace
+
+// Below this the copy is not paid back: with M or N this small the GEMM is
+// memory-bound anyway and the SIMT kernel reads each operand once.
+constexpr int64_t kMinStagedDim = 64;
+
+Operand staged_a(const GemmProblem& p, const StagingPlan& s, const void* ptr) {
+  Operand o;
+  o.ptr = ptr;
+  o.row_stride = s.lda;
+  o.col_stride = 1;
+  o.batch_stride = p.a.batch_stride != 0 ? p.M * s.lda : 0;
+  return o;
+}
+
+Operand staged_b(const GemmProblem& p, const StagingPlan& s, const void* ptr) {
+  Operand o;
+  o.ptr = ptr;
+  o.row_stride = 1;
+  o.col_stride = s.ldb;
+  o.batch_stride = p.b.batch_stride != 0 ? p.N * s.ldb : 0;
+  return o;
+}
+
+StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
+  StagingPlan none;
+  const bool tensor_core_dtype =
+      p.dtype == DType::bf16 || p.dtype == DType::f16 || (p.dtype == DType::f32 && p.allow_tf32);
+  if (!tensor_core_dtype || disabled("hopper") || disabled("staging")) return none;
+  if (std::min(p.M, p.N) < kMinStagedDim || hopper_can_run(p, dev)) return none;
+  const int64_t align = 16 / dtype_size(p.dtype);
+  const int64_t ld = (p.K + align - 1) / align * align;
+  // Any 256-byte aligned address stands in for the caching allocator's blocks.
+  const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
+  // Cheapest first: the smaller operand alone, the other alone, then both.
+  const bool a_first = p.M <= p.N;
+  const int order[3] = {a_first ? 1 : 2, a_first ? 2 : 1, 3};
+  for (int mask : order) {
+    StagingPlan s;
+    s.a = mask & 1;
+    s.b = mask & 2;
+    s.lda = s.a ? ld : 0;
+    s.ldb = s.b ? ld : 0;
+    GemmProblem q = p;
+    if (s.a) q.a = staged_a(p, s, aligned);
+    if (s.b) q.b = staged_b(p, s, aligned);
+    if (hopper_can_run(q, dev)) return s;
+  }
+  return none;
+}
 
 const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
   switch (choose(p, dev)) {

@@ -26,6 +26,23 @@ struct DeviceInfo {
 // Picks the fastest kernel that can take `p` on this device and launches it.
 const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
 
+// Staging: when the tensor-core kernel cannot read an operand as it is (a
+// leading dimension or base pointer that breaks TMA's 16-byte rules, or an
+// fp32/tf32 operand that is not K-major), a K-major copy with an aligned
+// leading dimension costs O(MK + KN) bytes against O(MNK) work.  Dispatch
+// decides; the registration layer (which owns memory) makes the copies:
+//   A -> row-major [batch?, M, lda],  B -> column-major, stored [batch?, N, ldb],
+// then calls gemm() on the problem with the staged operands.
+struct StagingPlan {
+  bool a = false, b = false;
+  int64_t lda = 0, ldb = 0;  // leading dimensions (elements) of the copies
+  bool any() const { return a || b; }
+};
+StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev);
+// The staged operands' descriptions, given the copies' base pointers.
+Operand staged_a(const GemmProblem& p, const StagingPlan& s, const void* ptr);
+Operand staged_b(const GemmProblem& p, const StagingPlan& s, const void* ptr);
+
 // The name of the kernel gemm() would pick (for tests and benchmarks).
 const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev);
 

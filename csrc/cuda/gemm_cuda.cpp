@@ -41,12 +41,46 @@ const cuda::DeviceInfo& device_info(int device) {
 
 bool allow_tf32() { return at::globalContext().allowTF32CuBLAS(); }
 
+// The operand `o` of `storage` as a [batch, rows, cols] view (batch 1 when
+// it is broadcast).
+at::Tensor operand_view(const at::Tensor& storage, const Operand& o, int64_t batch, int64_t rows,
+                        int64_t cols) {
+  const int64_t nb = o.batch_stride != 0 ? batch : 1;
+  return storage.as_strided({nb, rows, cols}, {o.batch_stride, o.row_stride, o.col_stride}, storage.storage_offset());
+}
+
+// K-major copies with aligned leading dimensions, as dispatch's staging plan
+// asks (see StagingPlan in dispatch.h).  The copies live until the kernel is
+// enqueued; the caching allocator keeps them valid for the stream.
+void stage_operands(PreparedGemm& g, const cuda::DeviceInfo& dev) {
+  GemmProblem& p = g.problem;
+  const cuda::StagingPlan plan = cuda::staging_plan(p, dev);
+  if (!plan.any()) return;
+  const auto opts = g.out.options();
+  if (plan.a) {
+    const at::Tensor src = operand_view(g.a_storage, p.a, p.batch, p.M, p.K);
+    at::Tensor dst = at::empty({src.size(0), p.M, plan.lda}, opts);
+    dst.narrow(2, 0, p.K).copy_(src);
+    g.a_storage = dst;
+    p.a = cuda::staged_a(p, plan, dst.data_ptr());
+  }
+  if (plan.b) {
+    const at::Tensor src = operand_view(g.b_storage, p.b, p.batch, p.K, p.N);
+    at::Tensor dst = at::empty({src.size(0), p.N, plan.ldb}, opts);
+    dst.narrow(2, 0, p.K).transpose(1, 2).copy_(src);
+    g.b_storage = dst;
+    p.b = cuda::staged_b(p, plan, dst.data_ptr());
+  }
+}
+
 at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
   c10::cuda::CUDAGuard guard(a.device());
   PreparedGemm g = prepare_gemm(a, b, bias, "tiled.gemm");
   if (g.done) return g.out;
   g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
-  const char* err = cuda::gemm(g.problem, device_info(a.get_device()), c10::cuda::getCurrentCUDAStream());
+  const cuda::DeviceInfo& dev = device_info(a.get_device());
+  stage_operands(g, dev);
+  const char* err = cuda::gemm(g.problem, dev, c10::cuda::getCurrentCUDAStream());
   TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return g.out;
@@ -70,7 +104,15 @@ std::string gemm_kernel_name_cuda(const at::Tensor& a, const at::Tensor& b) {
   PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_kernel_name");
   if (g.done) return "none";
   g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
-  return cuda::gemm_kernel_name(g.problem, device_info(a.get_device()));
+  const cuda::DeviceInfo& dev = device_info(a.get_device());
+  const cuda::StagingPlan plan = cuda::staging_plan(g.problem, dev);
+  // Name the kernel that would run on staged copies without making them.
+  const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
+  if (plan.a) g.problem.a = cuda::staged_a(g.problem, plan, aligned);
+  if (plan.b) g.problem.b = cuda::staged_b(g.problem, plan, aligned);
+  std::string name = cuda::gemm_kernel_name(g.problem, dev);
+  if (plan.any()) name = std::string(plan.a && plan.b ? "staged_ab+" : plan.a ? "staged_a+" : "staged_b+") + name;
+  return name;
 }
 
 }  // namespace
