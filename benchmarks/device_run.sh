@@ -83,6 +83,16 @@ if has cluster; then
   TILED_SM90_CLUSTER=2 timeout 200 $PY -m torch_tiled_gemm.bench --quick --tag cluster2 --out "$OUT/results" 2>/dev/null \
     | grep -E "^\| gemm \| (bf16|fp16)|geometric" >>"$LOG"
 fi
+if has ab; then
+  # A/B of opt-in kernel variants: AB_VARIANTS="tag:VAR=val,VAR2=val tag2:..."
+  # (quick shapes; compact rows into the log, files outside $OUT).
+  for v in ${AB_VARIANTS:-}; do
+    tag=${v%%:*}; envs=${v#*:}
+    say "ab: $tag ($envs)"
+    env $(echo "$envs" | tr ',' ' ') timeout 200 $PY -m torch_tiled_gemm.bench --quick --tag "$tag" --out /tmp/ab 2>/dev/null \
+      | grep -E "^\| gemm \| (bf16|fp16|tf32)|^\| linear|geometric" | cut -d'|' -f3-8,11 >>"$LOG"
+  done
+fi
 if has ladder; then
   say "ladder"
   timeout ${LADDER_TIMEOUT:-300} $PY benchmarks/ladder.py --out "$OUT/results" >>"$LOG" 2>&1

@@ -9,8 +9,13 @@ flushed; warmup=25, rep=150, median; the slow steps 1-4 get a shorter rep),
 then the last step (simt_fast) against cuBLAS in interleaved paired rounds
 (PERF.md's protocol: 6 rounds of do_bench(warmup=5, rep=25) for each side,
 alternating which goes first; ratio = median of per-round cuBLAS/ours).
+Then the simt_fast candidates (steps 9 = simt_fast's size dispatch, 90 = its
+128x128 config alone, 94-97) against cuBLAS with the same paired protocol on
+CANDIDATE_CASES: the four layouts at 4096^3, and 1024^3, 128x4096x4096,
+16x4096x4096 NN.  Operand layouts come from strides (transposed views, no
+copies), for cuBLAS too.  The compact candidate table is printed last.
 Writes benchmarks/results/ladder-<gpu>-<date>-<commit>.json and a .png bar
-chart beside it, and prints a table.
+chart beside it.  About 2-3 minutes on an H100/H200.
 """
 import argparse
 import datetime
@@ -36,12 +41,24 @@ STEP_NAMES = {
     6: "warp tiling (256x128, 64x64 warps)",
     7: "cp.async 4-stage pipeline",
     8: "hilbert block order",
-    9: "simt_fast (128x128, 4 warps, 4 stages)",
+    9: "simt_fast (size dispatch)",
+    90: "simt_fast 128x128 config alone",
     91: "cand 1: 128x128x8, 256 thr, 8x8",
     92: "cand 2: 128x128x16, 3 stages",
     93: "cand 3: simt_fast w/ __syncthreads",
+    94: "128x128x8, 8 warps 8x8, 2 blk/SM",
+    95: "128x128x16, 4 warps 8x16, 3 st",
+    96: "sliced-K 64x64, 4 warps x k/4",
+    97: "sliced-K 32x32, 4 warps x k/4",
 }
-DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 91, 92, 93]
+DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97]
+# Candidate comparison (paired against cuBLAS): (M, N, K, layouts, steps).
+CANDIDATE_CASES = [
+    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 90, 94, 95]),
+    (1024, 1024, 1024, ["NN"], [9, 90, 94, 95, 96, 97]),
+    (128, 4096, 4096, ["NN"], [9, 90, 96, 97]),
+    (16, 4096, 4096, ["NN"], [9, 90, 96, 97]),
+]
 SLOW_STEPS = {1, 2, 20, 3, 4}
 FINAL_STEP = 9
 
@@ -99,14 +116,18 @@ def main():
     ap.add_argument("--out", default=os.path.join("benchmarks", "results"))
     ap.add_argument("--steps", default=",".join(map(str, DEFAULT_STEPS)))
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--no-candidates", action="store_true", help="skip the candidate comparison")
+    ap.add_argument("--candidates-only", action="store_true", help="only the candidate comparison")
     args = ap.parse_args()
+    if args.candidates_only:
+        args.sizes = ""
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     steps = [int(s) for s in args.steps.split(",") if s]
     dev = torch.cuda.get_device_name()
     cases = []
-    for (m, n, k) in parse_sizes(args.sizes):
+    for (m, n, k) in (parse_sizes(args.sizes) if args.sizes else []):
         g = torch.Generator(device="cuda")
         g.manual_seed(0)
         a = torch.randn(m, k, device="cuda", generator=g)
@@ -149,6 +170,8 @@ def main():
             print(f"paired ({args.rounds} rounds) simt_fast vs cuBLAS: ratio {p['ratio_cublas_over_ours']:.3f} "
                   f"({p['ours_tflops']:.1f} vs {p['cublas_tflops']:.1f} TFLOP/s)")
 
+    cand_rows = [] if args.no_candidates else run_candidates(args.rounds)
+
     date = datetime.date.today().isoformat()
     commit = git_commit()
     gpu_slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
@@ -157,11 +180,88 @@ def main():
     result = {"benchmark": "ladder", "gpu": dev, "torch": torch.__version__,
               "cuda": torch.version.cuda, "commit": commit, "date": date,
               "timing": "triton.testing.do_bench median (warmup=25, rep=150; steps 1-4: 10/40); "
-                        "paired: PERF.md protocol", "cases": cases}
+                        "paired: PERF.md protocol", "cases": cases,
+              "candidates": cand_rows}
     with open(stem + ".json", "w") as f:
         json.dump(result, f, indent=2)
     print(f"\nwrote {stem}.json")
+    try:
+        plot(cases, dev, stem)
+    except Exception as e:  # the plot is a convenience; never lose the table for it
+        print(f"no plot: {e}")
+    print_candidate_table(cand_rows, args.rounds, dev)
 
+
+def _operands(m, n, k, layout, gen):
+    """A (m x k) and B (k x n) with the layout carried by strides: 'T' is a
+    column-major view of a contiguous transposed buffer."""
+    a = (torch.randn(k, m, device="cuda", generator=gen).t() if layout[0] == "T"
+         else torch.randn(m, k, device="cuda", generator=gen))
+    b = (torch.randn(n, k, device="cuda", generator=gen).t() if layout[1] == "T"
+         else torch.randn(k, n, device="cuda", generator=gen))
+    return a, b
+
+
+def run_candidates(rounds):
+    rows = []
+    for (m, n, k, layouts, steps) in CANDIDATE_CASES:
+        for layout in layouts:
+            g = torch.Generator(device="cuda")
+            g.manual_seed(1)
+            a, b = _operands(m, n, k, layout, g)
+            ref = torch.matmul(a, b)
+            cublas = lambda: torch.matmul(a, b)  # noqa: E731
+            for step in steps:
+                row = {"M": m, "N": n, "K": k, "layout": layout, "step": step,
+                       "name": STEP_NAMES.get(step, "?")}
+                fn = lambda s=step: torch.ops.tiled.gemm_ladder(a, b, s)  # noqa: E731
+                try:
+                    out = fn()
+                    row["rel_err_vs_cublas"] = ((out - ref).norm() / ref.norm()).item()
+                    ratio, t_o, t_c, ratios = paired(fn, cublas, rounds)
+                except RuntimeError as e:
+                    row["error"] = str(e)[:120]
+                    rows.append(row)
+                    print(f"candidate {m}x{n}x{k} {layout} step {step}: {row['error']}", flush=True)
+                    continue
+                row.update({"ratio_cublas_over_ours": ratio, "ours_ms": t_o, "cublas_ms": t_c,
+                            "ours_tflops": tflops(m, n, k, t_o),
+                            "cublas_tflops": tflops(m, n, k, t_c), "round_ratios": ratios})
+                rows.append(row)
+                print(f"candidate {m}x{n}x{k} {layout} step {step:>2}: {row['ours_tflops']:6.1f} TFLOP/s, "
+                      f"ratio {ratio:.3f}", flush=True)
+            del a, b, ref
+    return rows
+
+
+def print_candidate_table(rows, rounds, dev):
+    if not rows:
+        return
+    print(f"\n== simt_fast candidates vs cuBLAS, strict fp32, {dev} "
+          f"(paired, {rounds} rounds; ratio = cuBLAS time / ours, >1 = faster than cuBLAS)")
+    print(f"{'shape':<15} {'lay':<3} {'step':>4}  {'name':<32} {'TFLOP/s':>7} {'cuBLAS':>7} "
+          f"{'ratio':>6} {'rel err':>8}")
+    nn = {}
+    for r in rows:
+        if r["layout"] == "NN" and "ratio_cublas_over_ours" in r:
+            nn[(r["M"], r["N"], r["K"], r["step"])] = r["ours_tflops"]
+    for r in rows:
+        shape = f"{r['M']}x{r['N']}x{r['K']}"
+        if "error" in r:
+            print(f"{shape:<15} {r['layout']:<3} {r['step']:>4}  {r['name']:<32} refused: {r['error'][:60]}")
+            continue
+        vs_nn = ""
+        base = nn.get((r["M"], r["N"], r["K"], r["step"]))
+        if r["layout"] != "NN" and base:
+            vs_nn = f"  ({100.0 * r['ours_tflops'] / base:.0f}% of NN)"
+        print(f"{shape:<15} {r['layout']:<3} {r['step']:>4}  {r['name']:<32} {r['ours_tflops']:7.1f} "
+              f"{r['cublas_tflops']:7.1f} {r['ratio_cublas_over_ours']:6.3f} "
+              f"{r['rel_err_vs_cublas']:8.1e}{vs_nn}")
+
+
+def plot(cases, dev, stem):
+    if not cases:
+        return
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -304,3 +304,177 @@ def test_cluster_edges(cluster2, dtype, layout):
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         assert kernel_name(a, b) == cluster_name(dtype, M, N, layout, batch or 1), (M, N, K, batch)
         check(a, b, dtype)
+
+
+# ------------------------------------------------------------------ opt-in variants (env switches, read per call)
+#
+# TILED_SM90_SCHEDULE=pingpong  128x128 tiles, one per consumer warpgroup, alternating
+# TILED_SM90_SPLITK=auto|2|4|8  split K over a cluster of CTAs, DSMEM reduction in fixed order
+# TILED_SM90_GROUPM=g           tile rows per raster group (default 8)
+
+def variant_name(dtype, variant, layout):
+    return f"sm90_{TAG[dtype]}_{variant}_{layout.lower()}"
+
+
+@pytest.fixture
+def pingpong(monkeypatch):
+    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
+    yield
+
+
+# k-block counts around the 6-stage ring (1, 5, 6, 7, 17) and many tiles per
+# CTA (the two warpgroups alternate; odd and even tile counts per CTA).
+PINGPONG_SHAPES = [
+    (128, 128, 64), (256, 512, 320), (1024, 4096, 384), (2048, 4096, 448), (4096, 4096, 64),
+    (2048, 2048, 1088), (131, 257, 137), (1000, 1000, 1000),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_pingpong_exact(pingpong, dtype, layout):
+    for M, N, K in PINGPONG_SHAPES:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, 8, dtype, "cuda", layout)
+        assert kernel_name(a, b) == variant_name(dtype, "128x128pp", layout), (M, N, K)
+        exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_pingpong_edges_batched(pingpong, dtype, layout):
+    for M, N, K in EDGE_SHAPES:
+        a = padded(M, K, dtype, layout[0])
+        b = padded(K, N, dtype, layout[1])
+        if K > 1:
+            assert kernel_name(a, b) == variant_name(dtype, "128x128pp", layout), (M, N, K)
+        check(a, b, dtype, bias=(M % 2 == 1))
+    a, b = make_operands(200, 264, 136, dtype, "cuda", layout, batch=3)
+    check(a, b, dtype, name=variant_name(dtype, "128x128pp", layout))
+    a, b = make_operands(4096, 4096, 2048, dtype, "cuda", layout)
+    check(a, b, dtype, name=variant_name(dtype, "128x128pp", layout))
+
+
+def test_pingpong_tf32(pingpong, tf32):
+    for M, N, K in PINGPONG_SHAPES[:6]:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
+        check(a, b, torch.float32, tol=TF32_TOL, name=variant_name(torch.float32, "128x128pp", "NT"))
+    for M, N, K in EDGE_SHAPES:
+        a = padded(M, K, torch.float32, "N", pad=4)
+        b = padded(K, N, torch.float32, "T", pad=4)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_pingpong_cluster(pingpong, cluster2, dtype, layout):
+    # Ping-pong inside 2-CTA clusters with B multicast (odd tile-row counts too).
+    M, N, K = LARGE
+    a, b = make_operands(M, N, 8, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x128ppc2", layout)
+    exact_check(M, N, K, dtype, layout)
+    for M, N, K, batch in [(296, 11264, 200, None), (296, 5624, 72, 2), (4096, 4096, 1032, None)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        check(a, b, dtype, name=variant_name(dtype, "128x128ppc2", layout))
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_pingpong_deterministic(pingpong, dtype):
+    a, b = make_operands(2000, 2056, 1032, dtype, "cuda", "NT")
+    bias = rand((2056,), dtype, "cuda")
+    first = gemm(a, b, bias)
+    for _ in range(2):
+        assert torch.equal(gemm(a, b, bias), first)
+
+
+def expected_split(M, N, K, setting, dtype=torch.bfloat16, batch=1):
+    """Mirror of hopper.cu's TILED_SM90_SPLITK choice: the split factor, or 0."""
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    tiles = cdiv(M, 128) * cdiv(N, 128) * batch
+    kb = cdiv(K, 32 if dtype == torch.float32 else 64)
+    if setting == "auto":
+        if tiles * 2 > num_sms():
+            return 0
+        for s in (8, 4, 2):
+            if tiles * s <= num_sms() and kb >= 2 * s:
+                return s
+        return 0
+    v = int(setting)
+    s = 8 if v >= 8 else 4 if v >= 4 else 2 if v >= 2 else 0
+    while s > kb:
+        s //= 2
+    return s if s >= 2 else 0
+
+
+SPLIT_SHAPES = [  # (M, N, K, batch)
+    (16, 4096, 1024, None), (128, 1000, 1000, None), (200, 264, 520, None), (67, 509, 521, None),
+    (129, 256, 2000, None), (1, 8, 8, None), (128, 256, 130, None), (200, 264, 1032, 3),
+]
+
+
+@pytest.mark.parametrize("setting", ["2", "4", "8", "auto"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_splitk(monkeypatch, setting, dtype, layout):
+    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    for M, N, K, batch in SPLIT_SHAPES:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        s = expected_split(M, N, K, setting, dtype, batch or 1)
+        if s:
+            assert kernel_name(a, b) == variant_name(dtype, f"128x128sk{s}", layout), (M, N, K, batch)
+        check(a, b, dtype)
+    # exact (small integers): every split's partial and the fixed-order sum
+    for M, N, K in [(128, 512, 1024), (16, 4096, 4096), (131, 264, 600)]:
+        if layout[0] == "T" and M % 8:
+            continue
+        exact_check(M, N, K, dtype, layout)
+
+
+def test_splitk_auto_picks(monkeypatch):
+    # The decode / small-batch shapes the switch is for.
+    monkeypatch.setenv("TILED_SM90_SPLITK", "auto")
+    for M, N, K in [(16, 4096, 4096), (128, 4096, 4096), (1024, 1024, 1024)]:
+        a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
+        s = expected_split(M, N, K, "auto")
+        assert s >= 2, (M, N, K)
+        assert kernel_name(a, b) == variant_name(torch.bfloat16, f"128x128sk{s}", "NN")
+        check(a, b, torch.bfloat16)
+    a, b = make_operands(4096, 4096, 4096, torch.bfloat16, "cuda", "NN")
+    assert "sk" not in kernel_name(a, b)  # enough tiles: no split
+
+
+def test_splitk_tf32(monkeypatch, tf32):
+    for setting in ["2", "4", "8", "auto"]:
+        monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+        for M, N, K, batch in SPLIT_SHAPES:
+            a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+            s = expected_split(M, N, K, setting, torch.float32, batch or 1)
+            if s:
+                assert kernel_name(a, b) == variant_name(torch.float32, f"128x128sk{s}", "NT")
+            check(a, b, torch.float32, tol=TF32_TOL)
+
+
+@pytest.mark.parametrize("setting", ["2", "8", "auto"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_splitk_deterministic(monkeypatch, setting, dtype):
+    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    a, b = make_operands(128, 4096, 4096, dtype, "cuda", "NT")
+    bias = rand((4096,), dtype, "cuda")
+    assert "sk" in kernel_name(a, b)
+    first = gemm(a, b, bias)
+    for _ in range(5):
+        assert torch.equal(gemm(a, b, bias), first)
+
+
+@pytest.mark.parametrize("group", ["1", "3", "64"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_groupm(monkeypatch, group, dtype):
+    monkeypatch.setenv("TILED_SM90_GROUPM", group)
+    for layout in LAYOUTS:
+        for M, N, K in [LARGE, (4096, 2048, 128), (1000, 3000, 136)]:
+            exact_check(M, N, K, dtype, layout)
+    a, b = make_operands(640, 520, 72, dtype, "cuda", "NN", batch=3)
+    check(a, b, dtype)

@@ -20,6 +20,10 @@ ALL_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 BASIC_STEPS = [1, 2, 20, 3, 4]          # every dtype
 F32_STEPS = [5, 6, 7, 8, 9]             # float32 only (9 = simt_fast)
 CANDIDATES = [91, 92, 93]               # simt_fast tuning candidates: NN, aligned B only
+# Every layout and alignment: 90 = simt_fast's 128x128 config alone, 94/95 =
+# large-problem candidates, 96/97 = sliced-K 64x64 / 32x32 (simt_fast's
+# mid-size and small-M/N configs).
+ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97]
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
@@ -147,9 +151,54 @@ def test_simt_candidates_nn(step, shape):
     _check(_run(a, b, step), a, b)
 
 
+@pytest.mark.parametrize("step", ALL_LAYOUT_CANDIDATES)
+def test_candidates_all_layouts(step):
+    """Odd shapes around every tile size (32, 64, 128; k-tiles of 8, 16, 32),
+    K not a multiple of any k-tile, the four layouts; one bias check."""
+    g = _gen(300 + step)
+    shapes = [(1, 1, 1), (7, 13, 5), (33, 31, 97), (65, 129, 257), (130, 67, 41), (257, 200, 300)]
+    for (m, n, k) in shapes:
+        for layout in LAYOUTS:
+            a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)
+            b = _mat(k, n, torch.float32, layout[1] == "T", gen=g)
+            _check(_run(a, b, step), a, b)
+
+
+@pytest.mark.parametrize("step", ALL_LAYOUT_CANDIDATES)
+def test_candidates_batched_unaligned(step):
+    g = _gen(400 + step)
+    bsz, m, n, k = 3, 67, 129, 45
+    for layout in LAYOUTS:
+        ta, tb = layout[0] == "T", layout[1] == "T"
+        a = _mat(m, k, torch.float32, ta, batch=bsz, gen=g)
+        b = _mat(k, n, torch.float32, tb, gen=g).unsqueeze(0).expand(bsz, k, n)
+        out = _run(a, b, step)
+        _check(out, a, b)
+        assert torch.equal(out, _run(a, b, step)), "two runs differ"
+        # Unaligned views: odd storage offset, padded leading dim.
+        for (mm, nn, kk) in [(130, 131, 77), (20, 70, 33)]:
+            wa, wb = (mm if ta else kk), (kk if tb else nn)
+            ba = torch.randn((kk if ta else mm) * (wa + 5) + 3, device="cuda", generator=g)
+            bb = torch.randn((nn if tb else kk) * (wb + 3) + 1, device="cuda", generator=g)
+            av = ba.as_strided((mm, kk), (1, wa + 5) if ta else (wa + 5, 1), 3)
+            bv = bb.as_strided((kk, nn), (1, wb + 3) if tb else (wb + 3, 1), 1)
+            _check(_run(av, bv, step), av, bv)
+
+
+@pytest.mark.parametrize("step", [96, 97])
+def test_sliced_k_long_k_deterministic(step):
+    """Sliced-K sums 4 partial tiles in a fixed order: bitwise reproducible."""
+    g = _gen(500 + step)
+    a = torch.randn(40, 3001, device="cuda", generator=g)
+    b = torch.randn(3001, 72, device="cuda", generator=g)
+    out = _run(a, b, step)
+    _check(out, a, b)
+    assert torch.equal(out, _run(a, b, step))
+
+
 def test_invalid_step_raises():
     a = torch.randn(4, 4, device="cuda")
-    for step in [0, 10, 77, -1]:
+    for step in [0, 10, 77, 98, -1]:
         with pytest.raises(RuntimeError):
             _run(a, a, step)
 
@@ -176,7 +225,12 @@ def strict_fp32():
     torch.set_float32_matmul_precision(old_prec)
 
 
-@pytest.mark.parametrize("shape", SHAPES + [(128, 4096, 512)], ids=lambda s: "x".join(map(str, s)))
+# (128, 4096, 512): simt_fast's mid-size (sliced-K 64x64) path; (16, 2048, 300)
+# and (1000, 24, 77): the small (32x32) path; (1000, 999, 37): the 128x128 path
+# only on GPUs with <= 64 SMs, mid-size otherwise.
+@pytest.mark.parametrize("shape", SHAPES + [(128, 4096, 512), (16, 2048, 300), (1000, 24, 77),
+                                            (2304, 2304, 40)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_simt_fast_main_op_bias_layouts(strict_fp32, shape):
     m, n, k = shape
     g = _gen(5 + m * 7 + n)

@@ -56,32 +56,38 @@ Family choose(const GemmProblem& p, const DeviceInfo& dev) {
 // memory-bound anyway and the SIMT kernel reads each operand once.
 constexpr int64_t kMinStagedDim = 64;
 
-Operand staged_a(const GemmProblem& p, const StagingPlan& s, const void* ptr) {
+Operand staged_operand(const StagedOperand& s, int64_t rows, int64_t cols, bool batched, const void* ptr) {
   Operand o;
   o.ptr = ptr;
-  o.row_stride = s.lda;
-  o.col_stride = 1;
-  o.batch_stride = p.a.batch_stride != 0 ? p.M * s.lda : 0;
+  o.row_stride = s.row_major ? s.ld : 1;
+  o.col_stride = s.row_major ? 1 : s.ld;
+  o.batch_stride = batched ? (s.row_major ? rows : cols) * s.ld : 0;
   return o;
 }
 
-Operand staged_b(const GemmProblem& p, const StagingPlan& s, const void* ptr) {
-  Operand o;
-  o.ptr = ptr;
-  o.row_stride = 1;
-  o.col_stride = s.ldb;
-  o.batch_stride = p.b.batch_stride != 0 ? p.N * s.ldb : 0;
-  return o;
+namespace {
+
+StagedOperand stage_as(bool row_major, int64_t rows, int64_t cols, int64_t align) {
+  StagedOperand s;
+  s.on = true;
+  s.row_major = row_major;
+  const int64_t inner = row_major ? cols : rows;
+  s.ld = (inner + align - 1) / align * align;
+  return s;
 }
+
+}  // namespace
 
 StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
   StagingPlan none;
-  const bool tensor_core_dtype =
-      p.dtype == DType::bf16 || p.dtype == DType::f16 || (p.dtype == DType::f32 && p.allow_tf32);
+  const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
+  const bool tensor_core_dtype = p.dtype == DType::bf16 || p.dtype == DType::f16 || tf32;
   if (!tensor_core_dtype || disabled("hopper") || disabled("staging")) return none;
   if (std::min(p.M, p.N) < kMinStagedDim || hopper_can_run(p, dev)) return none;
   const int64_t align = 16 / dtype_size(p.dtype);
-  const int64_t ld = (p.K + align - 1) / align * align;
+  // 16-bit operands keep their layout; tf32 ones are made K-major.
+  const StagedOperand sa = stage_as(tf32 ? true : p.a.row_major(), p.M, p.K, align);
+  const StagedOperand sb = stage_as(tf32 ? false : p.b.row_major(), p.K, p.N, align);
   // Any 256-byte aligned address stands in for the caching allocator's blocks.
   const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
   // Cheapest first: the smaller operand alone, the other alone, then both.
@@ -89,13 +95,15 @@ StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
   const int order[3] = {a_first ? 1 : 2, a_first ? 2 : 1, 3};
   for (int mask : order) {
     StagingPlan s;
-    s.a = mask & 1;
-    s.b = mask & 2;
-    s.lda = s.a ? ld : 0;
-    s.ldb = s.b ? ld : 0;
     GemmProblem q = p;
-    if (s.a) q.a = staged_a(p, s, aligned);
-    if (s.b) q.b = staged_b(p, s, aligned);
+    if (mask & 1) {
+      s.a = sa;
+      q.a = staged_operand(sa, p.M, p.K, p.a.batch_stride != 0, aligned);
+    }
+    if (mask & 2) {
+      s.b = sb;
+      q.b = staged_operand(sb, p.K, p.N, p.b.batch_stride != 0, aligned);
+    }
     if (hopper_can_run(q, dev)) return s;
   }
   return none;

@@ -28,20 +28,26 @@ const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t strea
 
 // Staging: when the tensor-core kernel cannot read an operand as it is (a
 // leading dimension or base pointer that breaks TMA's 16-byte rules, or an
-// fp32/tf32 operand that is not K-major), a K-major copy with an aligned
-// leading dimension costs O(MK + KN) bytes against O(MNK) work.  Dispatch
-// decides; the registration layer (which owns memory) makes the copies:
-//   A -> row-major [batch?, M, lda],  B -> column-major, stored [batch?, N, ldb],
-// then calls gemm() on the problem with the staged operands.
+// fp32/tf32 operand that is not K-major), a copy with an aligned leading
+// dimension costs O(MK + KN) bytes against O(MNK) work.  Dispatch decides;
+// the registration layer (which owns memory) makes the copies and calls
+// gemm() on the problem with the staged operands.  A staged operand is
+// [batch?, rows, cols] stored row-major with `ld` >= cols, or column-major
+// with `ld` >= rows; 16-bit operands keep their layout (a plain, coalesced
+// copy), tf32 ones become K-major (what its wgmma reads).
+struct StagedOperand {
+  bool on = false;
+  bool row_major = true;
+  int64_t ld = 0;  // elements
+};
 struct StagingPlan {
-  bool a = false, b = false;
-  int64_t lda = 0, ldb = 0;  // leading dimensions (elements) of the copies
-  bool any() const { return a || b; }
+  StagedOperand a, b;
+  bool any() const { return a.on || b.on; }
 };
 StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev);
-// The staged operands' descriptions, given the copies' base pointers.
-Operand staged_a(const GemmProblem& p, const StagingPlan& s, const void* ptr);
-Operand staged_b(const GemmProblem& p, const StagingPlan& s, const void* ptr);
+// The description of a staged operand (rows x cols, `batched` if it has a
+// batch stride), given its copy's base pointer.
+Operand staged_operand(const StagedOperand& s, int64_t rows, int64_t cols, bool batched, const void* ptr);
 
 // The name of the kernel gemm() would pick (for tests and benchmarks).
 const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev);

@@ -49,27 +49,27 @@ at::Tensor operand_view(const at::Tensor& storage, const Operand& o, int64_t bat
   return storage.as_strided({nb, rows, cols}, {o.batch_stride, o.row_stride, o.col_stride}, storage.storage_offset());
 }
 
-// K-major copies with aligned leading dimensions, as dispatch's staging plan
-// asks (see StagingPlan in dispatch.h).  The copies live until the kernel is
-// enqueued; the caching allocator keeps them valid for the stream.
+// Copies with aligned leading dimensions, as dispatch's staging plan asks
+// (see StagingPlan in dispatch.h).  The copies only have to live until the
+// kernel is enqueued: the caching allocator keeps them valid for the stream.
+at::Tensor stage_one(const at::Tensor& src, const cuda::StagedOperand& s) {
+  const int64_t nb = src.size(0), rows = src.size(1), cols = src.size(2);
+  at::Tensor dst = at::empty({nb, s.row_major ? rows : cols, s.ld}, src.options());
+  at::Tensor view = s.row_major ? dst.narrow(2, 0, cols) : dst.narrow(2, 0, rows).transpose(1, 2);
+  view.copy_(src);
+  return dst;
+}
+
 void stage_operands(PreparedGemm& g, const cuda::DeviceInfo& dev) {
   GemmProblem& p = g.problem;
   const cuda::StagingPlan plan = cuda::staging_plan(p, dev);
-  if (!plan.any()) return;
-  const auto opts = g.out.options();
-  if (plan.a) {
-    const at::Tensor src = operand_view(g.a_storage, p.a, p.batch, p.M, p.K);
-    at::Tensor dst = at::empty({src.size(0), p.M, plan.lda}, opts);
-    dst.narrow(2, 0, p.K).copy_(src);
-    g.a_storage = dst;
-    p.a = cuda::staged_a(p, plan, dst.data_ptr());
+  if (plan.a.on) {
+    g.a_storage = stage_one(operand_view(g.a_storage, p.a, p.batch, p.M, p.K), plan.a);
+    p.a = cuda::staged_operand(plan.a, p.M, p.K, p.a.batch_stride != 0, g.a_storage.data_ptr());
   }
-  if (plan.b) {
-    const at::Tensor src = operand_view(g.b_storage, p.b, p.batch, p.K, p.N);
-    at::Tensor dst = at::empty({src.size(0), p.N, plan.ldb}, opts);
-    dst.narrow(2, 0, p.K).transpose(1, 2).copy_(src);
-    g.b_storage = dst;
-    p.b = cuda::staged_b(p, plan, dst.data_ptr());
+  if (plan.b.on) {
+    g.b_storage = stage_one(operand_view(g.b_storage, p.b, p.batch, p.K, p.N), plan.b);
+    p.b = cuda::staged_operand(plan.b, p.K, p.N, p.b.batch_stride != 0, g.b_storage.data_ptr());
   }
 }
 
@@ -108,10 +108,11 @@ std::string gemm_kernel_name_cuda(const at::Tensor& a, const at::Tensor& b) {
   const cuda::StagingPlan plan = cuda::staging_plan(g.problem, dev);
   // Name the kernel that would run on staged copies without making them.
   const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
-  if (plan.a) g.problem.a = cuda::staged_a(g.problem, plan, aligned);
-  if (plan.b) g.problem.b = cuda::staged_b(g.problem, plan, aligned);
-  std::string name = cuda::gemm_kernel_name(g.problem, dev);
-  if (plan.any()) name = std::string(plan.a && plan.b ? "staged_ab+" : plan.a ? "staged_a+" : "staged_b+") + name;
+  GemmProblem& p = g.problem;
+  if (plan.a.on) p.a = cuda::staged_operand(plan.a, p.M, p.K, p.a.batch_stride != 0, aligned);
+  if (plan.b.on) p.b = cuda::staged_operand(plan.b, p.K, p.N, p.b.batch_stride != 0, aligned);
+  std::string name = cuda::gemm_kernel_name(p, dev);
+  if (plan.any()) name = std::string(plan.a.on && plan.b.on ? "staged_ab+" : plan.a.on ? "staged_a+" : "staged_b+") + name;
   return name;
 }
 

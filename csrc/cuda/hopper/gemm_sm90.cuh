@@ -61,12 +61,14 @@ struct KernelArgs {
   int k_blocks;
   int a_batched, b_batched;  // 0: operand broadcast over batch (TMA batch coordinate 0)
   int c_pairs_aligned;       // 1: every even column's pair (n, n+1) may be stored as one vector
+  int group_m;               // grouped raster: tile rows per group (>= 1)
   void* c;
   int64_t c_batch_stride, c_row_stride;  // elements
   const void* bias;                      // [N] of T, or null
 };
 
-template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1>
+template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPingPong_ = false,
+          bool kSplitK_ = false>
 struct Sm90Config {
   using Elem = T;
   static constexpr int kBM = 128;
@@ -77,6 +79,26 @@ struct Sm90Config {
   // (2p + 1, n), which share B; each CTA loads half of that B tile and
   // multicasts it to both.
   static constexpr int kCluster = kCluster_;
+  // Ping-pong: consumer warpgroup w takes every other tile of its CTA (local
+  // tiles w, w + 2, ...) and computes all 128 rows of it (two m64 wgmmas per
+  // k-step), so one warpgroup's epilogue overlaps the other's mainloop.  The
+  // producer is unchanged: it loads tiles in order, so the two mainloops
+  // mostly alternate by themselves.  Cooperative (false): both warpgroups
+  // work on every tile, 64 rows each.
+  static constexpr bool kPingPong = kPingPong_;
+  static constexpr int kSubM = kPingPong ? 2 : 1;  // 64-row slabs per consumer warpgroup
+  // Split-K (small problems): launched with clusters of S = 2..8 CTAs along
+  // K (S from the launch, %cluster_nctarank); the cluster owns one output
+  // tile, CTA r of it computes k-blocks [r*kb/S, (r+1)*kb/S) into fp32,
+  // parks the partial tile in its own (then idle) ring, and after a cluster
+  // barrier reduces rows [r*128/S, (r+1)*128/S) of the tile by reading the S
+  // partials over distributed shared memory in the fixed order 0..S-1, so
+  // the result does not depend on timing (deterministic).  No workspace.
+  // Not persistent: one tile per cluster, grid = tiles * S.
+  static constexpr bool kSplitK = kSplitK_;
+  static constexpr int kPartialStride = kBN + 4;  // floats per partial row (pad: 16 B, staggers banks)
+  // Consumer warps that release each stage (per CTA of the cluster).
+  static constexpr int kReleasers = 4 * (kPingPong ? 1 : 2);
   static constexpr int kElemBytes = static_cast<int>(sizeof(T));
   static constexpr int kBK = 128 / kElemBytes;          // one 128-byte swizzle row of K
   static constexpr int kKSteps = 4;                      // wgmmas per k-block: 32 bytes of K each
@@ -91,11 +113,13 @@ struct Sm90Config {
   // then 2 barriers of 8 bytes per stage.
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * 8 * kStages;
   static_assert(kSmemBytes == tile_smem_bytes(kTile), "host and kernel agree on shared memory");
-  static constexpr int kGroupM = 8;  // grouped raster: tile rows per group
   // 16-bit types only for MN-major (wgmma has no transpose for tf32).
   static_assert(!(kAMN || kBMN) || kElemBytes == 2, "MN-major operands need a 16-bit type");
   static_assert(kBN == 128 || kBN == 256, "instantiated wgmma N sizes");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
+  static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
+  static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
+  static_assert(!kSplitK || kBM * kPartialStride * 4 <= kStages * kStageBytes, "partial tile fits the ring");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
 };
 
@@ -133,8 +157,7 @@ struct OutCast<float> {
 struct TileCoord {
   int b, tm, tn;
 };
-template <int kGroupM>
-__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n) {
+__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n, int kGroupM) {
   const int per_batch = tiles_m * tiles_n;
   TileCoord t;
   t.b = tile / per_batch;
@@ -182,24 +205,35 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full_bar + 8 * s, 1);
-      // Every consumer warp of every CTA in the cluster releases the stage
-      // (with multicast, the peer's producer writes into this CTA's ring too).
-      mbar_init(empty_bar + 8 * s, 4 * Cfg::kConsumers * Cfg::kCluster);
+      // Every consumer warp that reads the stage (both warpgroups when
+      // cooperative, one when ping-pong), in every CTA of the cluster, releases
+      // it (with multicast, the peer's producer writes into this CTA's ring too).
+      mbar_init(empty_bar + 8 * s, Cfg::kReleasers * Cfg::kCluster);
     }
     fence_barrier_init();
   }
   if constexpr (Cfg::kCluster > 1) {
     cluster_sync();  // the peer's barriers are initialised before anyone arrives on them
+  } else if constexpr (Cfg::kSplitK) {
+    __syncthreads();  // barriers are CTA-local; the cluster barrier comes before the reduction
   } else {
     __syncthreads();
   }
   // Work is dealt to clusters; both CTAs of a cluster walk the same sequence
   // of tile pairs (rank picks the row of the pair), so their k-blocks match.
-  const int rank = Cfg::kCluster > 1 ? static_cast<int>(cluster_ctarank()) : 0;
-  const int first_unit = Cfg::kCluster > 1 ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
-  const int unit_stride = Cfg::kCluster > 1 ? static_cast<int>(num_clusters_x()) : static_cast<int>(gridDim.x);
+  constexpr bool kClustered = Cfg::kCluster > 1 || Cfg::kSplitK;
+  const int rank = Cfg::kCluster > 1 ? static_cast<int>(cluster_ctarank()) : 0;  // row of the M pair
+  const int first_unit = kClustered ? static_cast<int>(cluster_id_x()) : static_cast<int>(blockIdx.x);
+  const int unit_stride = kClustered ? static_cast<int>(num_clusters_x()) : static_cast<int>(gridDim.x);
   const int unit_rows = (args.tiles_m + Cfg::kCluster - 1) / Cfg::kCluster;
   const int total_units = unit_rows * args.tiles_n * args.batch;
+  // Split-K: this CTA's slice of the k-blocks.
+  int kb_begin = 0, kb_end = args.k_blocks;
+  if constexpr (Cfg::kSplitK) {
+    const int ks = static_cast<int>(cluster_ctarank()), nks = static_cast<int>(cluster_nctarank());
+    kb_begin = static_cast<int>(static_cast<int64_t>(args.k_blocks) * ks / nks);
+    kb_end = static_cast<int>(static_cast<int64_t>(args.k_blocks) * (ks + 1) / nks);
+  }
 
   if (warpgroup == 0) {
     // ------------------------------------------------------------ producer
@@ -210,14 +244,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       int stage = 0;
       uint32_t phase = 0;
       for (int unit = first_unit; unit < total_units; unit += unit_stride) {
-        const TileCoord tc = tile_coord<Cfg::kGroupM>(unit, unit_rows, args.tiles_n);
+        const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
         // With a cluster, a tile row past the matrix (odd tiles_m) still runs:
         // its A boxes are all zero-fill and its stores are masked, but it
         // must load its half of the peer's B.
         const int m0 = (tc.tm * Cfg::kCluster + rank) * kBM, n0 = tc.tn * kBN;
         const int ab = args.a_batched ? tc.b : 0;
         const int bb = args.b_batched ? tc.b : 0;
-        for (int kb = 0; kb < args.k_blocks; ++kb) {
+        for (int kb = kb_begin; kb < kb_end; ++kb) {
           const int k0 = kb * kBK;
           const uint32_t full = full_bar + 8 * stage;
           mbar_wait(empty_bar + 8 * stage, phase ^ 1);
@@ -261,11 +295,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   } else {
     // ------------------------------------------------------------ consumers
     setmaxnreg_inc<232>();
-    const int cw = warpgroup - 1;  // which 64-row half of the tile
+    const int cw = warpgroup - 1;  // cooperative: which 64-row half of each tile; ping-pong: which tiles
     const int warp = wg_thread / 32, lane = wg_thread % 32;
-    float acc[kBN / 2];
+    constexpr int kSubM = Cfg::kSubM;
+    float acc[kSubM][kBN / 2];
 #pragma unroll
-    for (int i = 0; i < kBN / 2; ++i) acc[i] = 0.f;  // never read (first wgmma has scale-d 0), but defined
+    for (int m = 0; m < kSubM; ++m)
+#pragma unroll
+      for (int i = 0; i < kBN / 2; ++i) acc[m][i] = 0.f;  // never read (first wgmma has scale-d 0), but defined
 
     // Descriptor constants.  K-major: SBO = 8 rows * 128 B; K-step = +32 B.
     // MN-major: LBO = chunk stride, SBO = 8 K-rows * 128 B; K-step = +16 rows.
@@ -277,43 +314,104 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     int stage = 0;
     uint32_t phase = 0;
-    for (int unit = first_unit; unit < total_units; unit += unit_stride) {
-      const TileCoord tc = tile_coord<Cfg::kGroupM>(unit, unit_rows, args.tiles_n);
+    // Ping-pong: step the ring position over the other warpgroup's tile
+    // (k_blocks stages further, flipping the phase at every wrap).
+    const int skip_stages = args.k_blocks % kStages;
+    const uint32_t skip_phase = static_cast<uint32_t>(args.k_blocks / kStages) & 1u;
+    auto skip_tile = [&]() {
+      stage += skip_stages;
+      phase ^= skip_phase;
+      if (stage >= kStages) {
+        stage -= kStages;
+        phase ^= 1u;
+      }
+    };
+    // Ping-pong mainloop order: warpgroup w starts the mainloop of its local
+    // tile j only after the other one has issued (waited on every `full`
+    // barrier of) local tile j - 1, through named barrier 1 + w.  Besides
+    // alternating the two mainloops, this keeps each `full` barrier at most
+    // one phase behind the position a warpgroup waits for, so the parity
+    // wait cannot be fooled by a phase two laps old.  Every arrive has its
+    // sync: a warpgroup arrives only if the next local tile exists, and syncs
+    // only if the previous one did.
+    constexpr uint32_t kOrderThreads = 256;
+    int unit = first_unit;
+    int local = 0;  // this CTA's local tile index
+    if constexpr (Cfg::kPingPong) {
+      if (cw == 1) {
+        skip_tile();
+        unit += unit_stride;
+        local = 1;
+      }
+    }
+    constexpr int kUnitSteps = Cfg::kPingPong ? 2 : 1;
+    for (; unit < total_units; unit += kUnitSteps * unit_stride, local += kUnitSteps) {
+      const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
       const int tile_m = tc.tm * Cfg::kCluster + rank;
+      if constexpr (Cfg::kPingPong) {
+        if (local > 0) named_barrier_sync(1 + cw, kOrderThreads);
+      }
       int prev_stage = 0;
-      for (int kb = 0; kb < args.k_blocks; ++kb) {
+      for (int kb = kb_begin; kb < kb_end; ++kb) {
         mbar_wait(full_bar + 8 * stage, phase);
-        // This warpgroup's 64 rows of A: the cw-th 64-row slab (K-major) or
-        // the cw-th 64-wide M chunk (MN-major): both start cw * 8 KB in.
-        const uint32_t sa = ring + stage * Cfg::kStageBytes + cw * kChunkBytes;
+        // 64 rows of A per wgmma: the s-th 64-row slab (K-major) or the s-th
+        // 64-wide M chunk (MN-major), both s * 8 KB into the stage, with
+        // s = cw (cooperative) or each of 0, 1 (ping-pong).
+        const uint32_t sa0 = ring + stage * Cfg::kStageBytes + (Cfg::kPingPong ? 0 : cw * kChunkBytes);
         const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
-          const uint64_t da = make_smem_desc_sw128(sa + ks * kAStep, kALbo, 1024);
           const uint64_t db = make_smem_desc_sw128(sb + ks * kBStep, kBLbo, 1024);
-          Wgmma<T, kBN>::template run<Cfg::kAMN ? 1 : 0, Cfg::kBMN ? 1 : 0>(acc, da, db, (kb > 0 || ks > 0) ? 1 : 0);
+#pragma unroll
+          for (int m = 0; m < kSubM; ++m) {
+            const uint64_t da = make_smem_desc_sw128(sa0 + m * kChunkBytes + ks * kAStep, kALbo, 1024);
+            Wgmma<T, kBN>::template run<Cfg::kAMN ? 1 : 0, Cfg::kBMN ? 1 : 0>(acc[m], da, db,
+                                                                              (kb > kb_begin || ks > 0) ? 1 : 0);
+          }
         }
         wgmma_commit_group();
         // Keep this k-block's group in flight; the previous one is done, so
         // its stage can go back to the producer.
         wgmma_wait_group<1>();
-        if (kb > 0 && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+        if (kb > kb_begin && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
         prev_stage = stage;
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
       }
+      if constexpr (Cfg::kPingPong) {
+        if (unit + unit_stride < total_units) named_barrier_arrive(1 + (cw ^ 1), kOrderThreads);
+      }
       wgmma_wait_group<0>();
-      fence_accumulators(acc);
+#pragma unroll
+      for (int m = 0; m < kSubM; ++m) fence_accumulators(acc[m]);
       if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+      if constexpr (Cfg::kPingPong) skip_tile();  // the other warpgroup's next tile
+
+      if constexpr (Cfg::kSplitK) {
+        // Park the fp32 partial in the ring (row-major, kPartialStride floats
+        // per row).  Every TMA write into the ring has landed (each stage's
+        // `full` was waited on) and this CTA loads nothing more, but the other
+        // consumer warpgroup may still be reading the last stages: wait for it.
+        named_barrier_sync(1, 256);
+        const int prow = cw * 64 + warp * 16 + lane / 4;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) {
+          const int pcol = 8 * j + 2 * (lane % 4);
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            st_shared_v2(ring + ((prow + 8 * h) * Cfg::kPartialStride + pcol) * 4, acc[0][4 * j + 2 * h],
+                         acc[0][4 * j + 2 * h + 1]);
+        }
+        continue;  // one tile per cluster; the reduction follows the cluster barrier below
+      }
 
       // ---------------------------------------------------------- epilogue
       // Accumulator fragment of m64nNk*: thread (warp w, lane l) holds, for
       // each 8-column group j, rows 16w + l/4 (+8) and columns 8j + 2(l%4) (+1):
       //   acc[4j + 0..1] -> row r, cols c, c+1;  acc[4j + 2..3] -> row r+8.
-      const int64_t row0 = static_cast<int64_t>(tile_m) * kBM + cw * 64 + warp * 16 + lane / 4;
       const int col_base = tc.tn * kBN + 2 * (lane % 4);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
@@ -328,17 +426,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             if (has_second) b1 = OutCast<T>::load(bias + col + 1);
           }
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int64_t row = row0 + 8 * h;
-            if (row < args.M) {
-              T* out = c + row * args.c_row_stride + col;
-              const float x = acc[4 * j + 2 * h] + b0;
-              const float y = acc[4 * j + 2 * h + 1] + b1;
-              if (has_second && args.c_pairs_aligned) {
-                OutCast<T>::store2(out, x, y);
-              } else {
-                OutCast<T>::store1(out, x);
-                if (has_second) OutCast<T>::store1(out + 1, y);
+          for (int m = 0; m < kSubM; ++m) {
+            const int64_t row0 = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64 + warp * 16 + lane / 4;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int64_t row = row0 + 8 * h;
+              if (row < args.M) {
+                T* out = c + row * args.c_row_stride + col;
+                const float x = acc[m][4 * j + 2 * h] + b0;
+                const float y = acc[m][4 * j + 2 * h + 1] + b1;
+                if (has_second && args.c_pairs_aligned) {
+                  OutCast<T>::store2(out, x, y);
+                } else {
+                  OutCast<T>::store1(out, x);
+                  if (has_second) OutCast<T>::store1(out + 1, y);
+                }
               }
             }
           }
@@ -349,6 +451,59 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if constexpr (Cfg::kCluster > 1) {
     // No CTA may exit while its peer can still arrive on its barriers or
     // multicast into its shared memory.
+    __syncwarp();
+    cluster_sync();
+  }
+  if constexpr (Cfg::kSplitK) {
+    // Every CTA's partial is in its shared memory (release/acquire of the
+    // cluster barrier makes it visible to the peers).
+    __syncwarp();
+    cluster_sync();
+    if (warpgroup > 0 && first_unit < total_units) {
+      const int S = static_cast<int>(cluster_nctarank());
+      const int r = static_cast<int>(cluster_ctarank());
+      const int rows = kBM / S;  // S divides 128
+      const TileCoord tc = tile_coord(first_unit, unit_rows, args.tiles_n, args.group_m);
+      T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
+      const T* bias = static_cast<const T*>(args.bias);
+      const int t = threadIdx.x - 128;
+      constexpr int kQuads = kBN / 4;
+      for (int q = t; q < rows * kQuads; q += 256) {
+        const int prow = r * rows + q / kQuads, pcol = 4 * (q % kQuads);
+        const uint32_t addr = ring + (prow * Cfg::kPartialStride + pcol) * 4;
+        float4 sum = ld_shared_cluster_v4(addr, 0);
+        for (int src = 1; src < S; ++src) {  // fixed order: deterministic
+          const float4 v = ld_shared_cluster_v4(addr, static_cast<uint32_t>(src));
+          sum.x += v.x;
+          sum.y += v.y;
+          sum.z += v.z;
+          sum.w += v.w;
+        }
+        const int64_t row = static_cast<int64_t>(tc.tm) * kBM + prow;
+        const int col0 = tc.tn * kBN + pcol;
+        if (row >= args.M) continue;
+        T* out = c + row * args.c_row_stride;
+        const float vals[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+        for (int e = 0; e < 4; e += 2) {
+          const int col = col0 + e;
+          if (col >= args.N) break;
+          const bool has_second = col + 1 < args.N;
+          float x = vals[e], y = vals[e + 1];
+          if (bias) {
+            x += OutCast<T>::load(bias + col);
+            if (has_second) y += OutCast<T>::load(bias + col + 1);
+          }
+          if (has_second && args.c_pairs_aligned) {
+            OutCast<T>::store2(out + col, x, y);
+          } else {
+            OutCast<T>::store1(out + col, x);
+            if (has_second) OutCast<T>::store1(out + col + 1, y);
+          }
+        }
+      }
+    }
+    // No CTA may exit (freeing its shared memory) while a peer still reads it.
     __syncwarp();
     cluster_sync();
   }
@@ -371,7 +526,7 @@ constexpr CUtensorMapDataType tma_dtype() {
 // Builds both tensor maps and launches one instantiation.  hopper_can_run has
 // already checked alignment, strides, sizes and the device.
 template <class Cfg>
-const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, const Choice& c) {
   using T = typename Cfg::Elem;
   constexpr int es = Cfg::kElemBytes;
   const bool a_batched = p.batch > 1 && p.a.batch_stride != 0;
@@ -435,12 +590,36 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.b_batched = b_batched;
   args.c_pairs_aligned = pointer_alignment(p.c) >= 2 * es && p.c_row_stride % 2 == 0 &&
                          (p.batch <= 1 || p.c_batch_stride % 2 == 0);
+  args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.c = p.c;
   args.c_batch_stride = p.c_batch_stride;
   args.c_row_stride = p.c_row_stride;
   args.bias = p.bias;
 
-  if constexpr (Cfg::kCluster == 1) {
+  if constexpr (Cfg::kSplitK) {
+    // One cluster of c.split_k CTAs (along K) per output tile.
+    const int64_t tiles = static_cast<int64_t>(args.tiles_m) * args.tiles_n * args.batch;
+    const int S = c.split_k;
+    if (S != 2 && S != 4 && S != 8) return "sm90: split-K factor must be 2, 4 or 8";
+    if (S > args.k_blocks) return "sm90: split-K factor exceeds the k-block count";
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(S);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cfg.blockDim = dim3(Cfg::kThreads, 1, 1);
+    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+    cfg.stream = stream;
+    cfg.gridDim = dim3(static_cast<unsigned>(tiles * S), 1, 1);
+    if (cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, args) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "sm90: split-K cluster launch failed";
+    }
+    return nullptr;
+  } else if constexpr (Cfg::kCluster == 1) {
     const int64_t tiles = static_cast<int64_t>(args.tiles_m) * args.tiles_n * args.batch;
     const int grid = static_cast<int>(tiles < dev.num_sms ? tiles : dev.num_sms);
     kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(map_a, map_b, args);
@@ -486,33 +665,30 @@ template <class T>
 const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c) {
   if constexpr (sizeof(T) == 2) {
     const int layout = (c.a_mn ? 2 : 0) + (c.b_mn ? 1 : 0);
-    if (c.tile == Tile::k128x256 && c.cluster == 2) {
-      switch (layout) {
-        case 0: return launch_sm90<Sm90Config<T, 256, false, false, 2>>(p, dev, stream);
-        case 1: return launch_sm90<Sm90Config<T, 256, false, true, 2>>(p, dev, stream);
-        case 2: return launch_sm90<Sm90Config<T, 256, true, false, 2>>(p, dev, stream);
-        default: return launch_sm90<Sm90Config<T, 256, true, true, 2>>(p, dev, stream);
-      }
-    }
+#define TILED_SM90_LAYOUTS(BN, CL, PP, ...)                                                            \
+  switch (layout) {                                                                                     \
+    case 0: return launch_sm90<Sm90Config<T, BN, false, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c); \
+    case 1: return launch_sm90<Sm90Config<T, BN, false, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c);  \
+    case 2: return launch_sm90<Sm90Config<T, BN, true, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c);  \
+    default: return launch_sm90<Sm90Config<T, BN, true, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c);  \
+  }
     if (c.tile == Tile::k128x256) {
-      switch (layout) {
-        case 0: return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream);
-        case 1: return launch_sm90<Sm90Config<T, 256, false, true>>(p, dev, stream);
-        case 2: return launch_sm90<Sm90Config<T, 256, true, false>>(p, dev, stream);
-        default: return launch_sm90<Sm90Config<T, 256, true, true>>(p, dev, stream);
-      }
-    } else {
-      switch (layout) {
-        case 0: return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream);
-        case 1: return launch_sm90<Sm90Config<T, 128, false, true>>(p, dev, stream);
-        case 2: return launch_sm90<Sm90Config<T, 128, true, false>>(p, dev, stream);
-        default: return launch_sm90<Sm90Config<T, 128, true, true>>(p, dev, stream);
-      }
+      if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)
+      TILED_SM90_LAYOUTS(256, 1, false)
     }
+    if (c.pingpong) {
+      if (c.cluster == 2) TILED_SM90_LAYOUTS(128, 2, true)
+      TILED_SM90_LAYOUTS(128, 1, true)
+    }
+    if (c.split_k > 1) TILED_SM90_LAYOUTS(128, 1, false, true)
+    TILED_SM90_LAYOUTS(128, 1, false)
+#undef TILED_SM90_LAYOUTS
   } else {
     if (c.a_mn || c.b_mn) return "sm90: tf32 takes K-major operands only";
-    if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream);
-    return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream);
+    if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c);
+    if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c);
+    if (c.split_k > 1) return launch_sm90<Sm90Config<T, 128, false, false, 1, false, true>>(p, dev, stream, c);
+    return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream, c);
   }
 }
 

@@ -7,6 +7,8 @@
 // here references a kernel.
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "../dispatch.h"
 #include "hopper.h"
@@ -54,11 +56,55 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   const int64_t waves128 = ceil_div(tm * ceil_div(p.N, 128) * p.batch, sms);
   // cost256 = waves256 * 1.0, cost128 = waves128 * 0.5 / 0.9
   c.tile = (waves128 * 5 < waves256 * 9) ? Tile::k128x128 : Tile::k128x256;
-  // 2-CTA clusters with B multicast: opt-in until measured (TILED_SM90_CLUSTER=2),
-  // read per call so a test or benchmark can flip it.
+  // The switches below are opt-in until measured, read per call so a test or
+  // a benchmark can flip them.
+  // TILED_SM90_SCHEDULE=pingpong: 128x128 tiles, one per consumer warpgroup,
+  // for every shape (the cooperative 128x256 / 128x128 choice is bypassed).
+  const char* sched = std::getenv("TILED_SM90_SCHEDULE");
+  if (sched && std::strcmp(sched, "pingpong") == 0) {
+    c.tile = Tile::k128x128;
+    c.pingpong = true;
+  }
+  // TILED_SM90_CLUSTER=2: 2-CTA clusters with B multicast (16-bit types,
+  // 128x256 cooperative or 128x128 ping-pong, >= 2 tile rows).
   const char* env = std::getenv("TILED_SM90_CLUSTER");
-  if (env && env[0] == '2' && env[1] == '\0' && c.tile == Tile::k128x256 && p.dtype != DType::f32 && tm >= 2)
+  if (env && std::strcmp(env, "2") == 0 && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 &&
+      tm >= 2)
     c.cluster = 2;
+  // TILED_SM90_SPLITK=auto|2|4|8: split K over a cluster of CTAs per
+  // 128x128 tile when the tiles fill at most half the SMs (ping-pong and
+  // clusters-along-M take precedence).  auto: the largest S in {8, 4, 2}
+  // with tiles * S <= SMs and >= 2 k-blocks per CTA; a number forces S
+  // (lowered to fit the k-block count), whatever the tile count.
+  const char* sk = std::getenv("TILED_SM90_SPLITK");
+  if (sk && sk[0] != '\0' && std::strcmp(sk, "0") != 0 && !c.pingpong && c.cluster == 1) {
+    const int64_t tiles128 = tm * ceil_div(p.N, 128) * p.batch;
+    const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);
+    int s = 0;
+    if (std::strcmp(sk, "auto") == 0) {
+      if (tiles128 * 2 <= sms)
+        for (int cand = 8; cand >= 2; cand /= 2)
+          if (tiles128 * cand <= sms && k_blocks >= 2 * cand) {
+            s = cand;
+            break;
+          }
+    } else {
+      const long v = std::strtol(sk, nullptr, 10);
+      s = v >= 8 ? 8 : v >= 4 ? 4 : v >= 2 ? 2 : 0;
+      while (s > k_blocks) s /= 2;
+      if (s < 2) s = 0;
+    }
+    // The grid (tiles * S CTAs) must fit gridDim.x.
+    if (s > 1 && tiles128 * s <= kMaxInt) {
+      c.tile = Tile::k128x128;
+      c.split_k = s;
+    }
+  }
+  // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
+  if (const char* g = std::getenv("TILED_SM90_GROUPM")) {
+    const long v = std::strtol(g, nullptr, 10);
+    if (v >= 1 && v <= 64) c.group_m = static_cast<int>(v);
+  }
   return c;
 }
 
@@ -99,22 +145,29 @@ bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev) { return can_ru
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   if (!can_run_impl(p, dev)) return nullptr;
   const Choice c = choose(p, dev);
-  // [dtype bf16,f16,tf32][tile][a_mn][b_mn]; names use BLAS letters:
-  // a: 'n' row-major / 't' column-major;  b: 'n' row-major / 't' column-major.
-  static const char* const kNames[3][2][2][2] = {
-      {{{"sm90_bf16_128x256_nt", "sm90_bf16_128x256_nn"}, {"sm90_bf16_128x256_tt", "sm90_bf16_128x256_tn"}},
-       {{"sm90_bf16_128x128_nt", "sm90_bf16_128x128_nn"}, {"sm90_bf16_128x128_tt", "sm90_bf16_128x128_tn"}}},
-      {{{"sm90_f16_128x256_nt", "sm90_f16_128x256_nn"}, {"sm90_f16_128x256_tt", "sm90_f16_128x256_tn"}},
-       {{"sm90_f16_128x128_nt", "sm90_f16_128x128_nn"}, {"sm90_f16_128x128_tt", "sm90_f16_128x128_tn"}}},
-      {{{"sm90_tf32_128x256_nt", "?"}, {"?", "?"}}, {{"sm90_tf32_128x128_nt", "?"}, {"?", "?"}}},
-  };
-  static const char* const kClusterNames[2][2][2] = {
-      {{"sm90_bf16_128x256c2_nt", "sm90_bf16_128x256c2_nn"}, {"sm90_bf16_128x256c2_tt", "sm90_bf16_128x256c2_tn"}},
-      {{"sm90_f16_128x256c2_nt", "sm90_f16_128x256c2_nn"}, {"sm90_f16_128x256c2_tt", "sm90_f16_128x256c2_tn"}},
-  };
+  // "sm90_<dtype>_<variant>_<a><b>" with BLAS letters: a/b 'n' row-major,
+  // 't' column-major.  Variants: 128x256, 128x128 (cooperative), 128x256c2
+  // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
+  // (split-K over a cluster of 2/4/8 CTAs).  Built once.
+  static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
+  static const char* const kVariants[8] = {"128x256",   "128x128",     "128x256c2",   "128x128pp",
+                                           "128x128ppc2", "128x128sk2", "128x128sk4", "128x128sk8"};
+  static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
+  static const std::string* const names = [] {
+    auto* n = new std::string[3 * 8 * 4];
+    for (int d = 0; d < 3; ++d)
+      for (int v = 0; v < 8; ++v)
+        for (int l = 0; l < 4; ++l)
+          n[(d * 8 + v) * 4 + l] = std::string("sm90_") + kDtypes[d] + "_" + kVariants[v] + "_" + kLayouts[l];
+    return n;
+  }();
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
-  if (c.cluster == 2) return kClusterNames[d][c.a_mn ? 1 : 0][c.b_mn ? 1 : 0];
-  return kNames[d][static_cast<int>(c.tile)][c.a_mn ? 1 : 0][c.b_mn ? 1 : 0];
+  const int v = c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
+                : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
+                : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : 0)
+                                               : 1;
+  const int l = (c.a_mn ? 2 : 0) + (c.b_mn ? 1 : 0);
+  return names[(d * 8 + v) * 4 + l].c_str();
 }
 
 const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {

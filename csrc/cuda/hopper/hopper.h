@@ -28,7 +28,16 @@ struct Choice {
   Tile tile = Tile::k128x256;
   bool a_mn = false;  // A column-major: M-major in shared memory
   bool b_mn = false;  // B row-major: N-major in shared memory
-  int cluster = 1;    // 2: CTA pairs along M share B through TMA multicast (128x256, 16-bit only)
+  int cluster = 1;    // 2: CTA pairs along M share B through TMA multicast (16-bit only)
+  // Ping-pong schedule (128x128 only): each consumer warpgroup owns whole
+  // 128x128 tiles, alternating, so one's epilogue runs under the other's
+  // mainloop.  false: both warpgroups split every tile (cooperative).
+  bool pingpong = false;
+  int group_m = 8;    // grouped raster: tile rows per group (TILED_SM90_GROUPM)
+  // Split-K factor (128x128 cooperative only): 0 off, else 2, 4 or 8 CTAs
+  // per output tile, one cluster, reduced deterministically through
+  // distributed shared memory (TILED_SM90_SPLITK).
+  int split_k = 0;
 };
 
 constexpr int tile_bn(Tile t) { return t == Tile::k128x256 ? 256 : 128; }

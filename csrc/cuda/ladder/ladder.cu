@@ -11,8 +11,13 @@
 //    7  4-stage cp.async pipeline, named barriers      07_cp_async_pipeline.cuh float32
 //    8  Hilbert block order                            08_hilbert.cuh        float32
 //    9  simt_fast: step 8 tuned for Hopper             simt_fast.cu          float32
+//   90  simt_fast's 128x128 config alone (no size dispatch) simt_fast.cu
 //  91..93  simt_fast tuning candidates (NN, aligned B only), see simt_fast.cu
-// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20 and 91..93 are
+//   94  128x128x8, 8 warps, 8x8/thread, 2 blocks/SM      simt_tuning.cu  (all layouts)
+//   95  simt_fast's tile with BK 16, 3 stages             simt_tuning.cu  (all layouts)
+//   96  sliced-K 64x64 tile, 4 warps on k quarters       simt_small.cu   (simt_fast: mid size)
+//   97  sliced-K 32x32 tile, 4 warps on k quarters       simt_small.cu   (simt_fast: M or N <= 32)
+// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20 and 90..97 are
 // extras for tests and benchmarks.  Any other number returns an error string.
 //
 // Steps 1-4 take float32, float64 (accumulating in double), float16 and
@@ -39,8 +44,13 @@ const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev,
     case 91:
     case 92:
     case 93: return ladder::run_simt_candidate(step - 90, p, dev, stream);
+    case 90: return ladder::run_simt_base(p, dev, stream);
+    case 94: return ladder::run_simt_warps16(p, dev, stream);
+    case 95: return ladder::run_simt_bk16(p, dev, stream);
+    case 96: return ladder::run_simt_sliced_mid(p, dev, stream);
+    case 97: return ladder::run_simt_sliced_small(p, dev, stream);
   }
-  return "ladder_gemm: invalid step (valid: 1-9, 20, 91-93)";
+  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-97)";
 }
 
 const char* ladder_step_name(int step) {
@@ -54,7 +64,12 @@ const char* ladder_step_name(int step) {
     case 6: return "warp tiling (256x128, 64x64 warps)";
     case 7: return "cp.async 4-stage pipeline";
     case 8: return "hilbert block order";
-    case 9: return "simt_fast (128x128, 4 warps, 4 stages)";
+    case 9: return "simt_fast (size dispatch: 128x128 / sliced-K 64x64 / 32x32)";
+    case 90: return "simt_fast 128x128 config (no size dispatch)";
+    case 94: return "128x128x8, 8 warps of 64x32, 8x8/thread, 2 blocks/SM";
+    case 95: return "128x128x16, 4 warps of 64x64, 3 stages";
+    case 96: return "sliced-K 64x64 tile, 4 warps x k/4";
+    case 97: return "sliced-K 32x32 tile, 4 warps x k/4";
     case 91:
     case 92:
     case 93: return ladder::simt_candidate_name(step - 90);

@@ -5,6 +5,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 #include "../../gemm_problem.h"
 #include "../dispatch.h"
 
@@ -25,6 +27,16 @@ const char* run_simt_candidate(int which, const GemmProblem& p, const DeviceInfo
                                cudaStream_t s);
 const char* simt_candidate_name(int which);
 constexpr int kSimtCandidates = 3;
+// Steps 94, 95 (simt_tuning.cu): large-problem candidates, every layout.
+const char* run_simt_warps16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+const char* run_simt_bk16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+// Steps 96, 97 (simt_small.cu): sliced-K 64 x 64 / 32 x 32 tiles, every
+// layout; simt_fast_gemm uses them for problems with few 128 x 128 tiles.
+const char* run_simt_sliced_mid(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+const char* run_simt_sliced_small(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+size_t simt_sliced_smem_bytes();  // the larger of the two configs' needs
+// simt_fast's 128 x 128 config alone, without the size dispatch (step 90).
+const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
 
 constexpr const char* kF32Only = "this ladder step supports float32 only";
 

@@ -17,6 +17,12 @@
 // run the same math; only the copy instruction differs), 16-byte copies when
 // the X-contiguous operands are aligned, 4-byte zero-filling copies at the
 // edges and for everything else.
+//
+// Size dispatch (simt_pick below): problems with fewer 128 x 128 tiles than
+// SMs (1024^3: 64; 128 x 4096 x 4096: 32) run sliced-K blocks on 64 x 64 or,
+// when M or N <= 32, 32 x 32 tiles (09_sliced_k.cuh, simt_small.cu; ladder
+// steps 96 / 97).  Large problems run kSimtLargeConfig (this file's 128 x 128
+// config, also ladder step 90; candidates 94 / 95 are in simt_tuning.cu).
 #include "08_hilbert.cuh"
 #include "ladder_steps.h"
 
@@ -77,6 +83,27 @@ const char* simt_candidate_name(int which) {
   return nullptr;
 }
 
+const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  return launch_pipelined<SimtFastCfg, HilbertOrder>(p, dev, s, kSimtF32Only);
+}
+
+// simt_fast's size dispatch.  Large problems (at least one 128 x 128 tile per
+// SM) take the 128 x 128 config; with fewer tiles most SMs would idle, so
+// sliced-K blocks on 32 x 32 (M or N <= 32) or 64 x 64 tiles take over
+// (09_sliced_k.cuh).  kSimtLargeConfig is the ONE place that names the
+// large-problem kernel (a tuning candidate that measures better replaces it).
+constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
+                                          cudaStream_t) = &run_simt_base;
+
+enum class SimtPick { large, mid, small };
+SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
+  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 132;
+  const int64_t tiles128 = ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch;
+  if (tiles128 >= sms || simt_sliced_smem_bytes() > dev.max_smem_per_block_optin)
+    return SimtPick::large;
+  return (p.M <= 32 || p.N <= 32) ? SimtPick::small : SimtPick::mid;
+}
+
 }  // namespace ladder
 
 bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev) {
@@ -85,8 +112,13 @@ bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
-  return ladder::launch_pipelined<ladder::SimtFastCfg, ladder::HilbertOrder>(
-      p, dev, stream, ladder::kSimtF32Only);
+  if (p.dtype != DType::f32) return ladder::kSimtF32Only;
+  switch (ladder::simt_pick(p, dev)) {
+    case ladder::SimtPick::small: return ladder::run_simt_sliced_small(p, dev, stream);
+    case ladder::SimtPick::mid: return ladder::run_simt_sliced_mid(p, dev, stream);
+    case ladder::SimtPick::large: break;
+  }
+  return ladder::kSimtLargeConfig(p, dev, stream);
 }
 
 }  // namespace cuda
