@@ -89,7 +89,7 @@ if has ab; then
   for v in ${AB_VARIANTS:-}; do
     tag=${v%%:*}; envs=${v#*:}
     say "ab: $tag ($envs)"
-    env $(echo "$envs" | tr ',' ' ') timeout 200 $PY -m torch_tiled_gemm.bench --quick --tag "$tag" --out /tmp/ab 2>/dev/null \
+    env $(echo "$envs" | tr ',' ' ') timeout 200 $PY -m torch_tiled_gemm.bench ${AB_ARGS:---quick} --tag "$tag" --out /tmp/ab 2>/dev/null \
       | grep -E "^\| gemm \| (bf16|fp16|tf32)|^\| linear|geometric" | cut -d'|' -f3-8,11 >>"$LOG"
   done
 fi

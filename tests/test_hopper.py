@@ -18,7 +18,12 @@ IS_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9
 pytestmark = pytest.mark.skipif(not IS_SM90, reason="needs a compute-capability 9.0 (Hopper) GPU")
 
 gemm = torch.ops.tiled.gemm
-kernel_name = torch.ops.tiled.gemm_kernel_name
+
+
+def kernel_name(a, b):
+    """The tensor-core config that runs, without the staging prefix (an
+    unaligned operand is copied to an aligned one first: "staged_b+sm90_...")."""
+    return torch.ops.tiled.gemm_kernel_name(a, b).split("+")[-1]
 
 HALF = [torch.bfloat16, torch.float16]
 TAG = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "tf32"}
@@ -37,18 +42,23 @@ def num_sms():
     return torch.cuda.get_device_properties(0).multi_processor_count
 
 
-def expected_tile(M, N, batch=1):
-    """Python mirror of hopper.cu's choose(): 128x128 unless 128x256 needs
-    fewer weighted waves (a 128x128 tile costs 0.5/0.9 of a 128x256 one)."""
+def expected_tile(M, N, batch=1, dtype=None):
+    """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides:
+    16-bit problems with >= 2 waves of 128x128 tiles run ping-pong 128x128
+    (2-CTA clusters when there are >= 2 tile rows); otherwise 128x128 unless
+    128x256 needs fewer weighted waves (a 128x128 tile costs 0.5/0.9 of a
+    128x256 one)."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     tm = cdiv(M, 128)
+    if dtype in HALF and tm * cdiv(N, 128) * batch >= 2 * num_sms():
+        return "128x128ppc2" if tm >= 2 else "128x128pp"
     w256 = cdiv(tm * cdiv(N, 256) * batch, num_sms())
     w128 = cdiv(tm * cdiv(N, 128) * batch, num_sms())
     return "128x128" if w128 * 5 < w256 * 9 else "128x256"
 
 
 def expected_name(dtype, M, N, layout, batch=1):
-    return f"sm90_{TAG[dtype]}_{expected_tile(M, N, batch)}_{layout.lower()}"
+    return f"sm90_{TAG[dtype]}_{expected_tile(M, N, batch, dtype)}_{layout.lower()}"
 
 
 # Shapes that select each tile config (on a 132-SM H100/H200).
@@ -136,10 +146,10 @@ def test_tf32_configs(tf32):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
-def test_tf32_mn_major_falls_back(tf32, layout):
-    # wgmma reads tf32 only K-major: these layouts must go elsewhere, correctly.
+def test_tf32_mn_major_is_staged(tf32, layout):
+    # wgmma reads tf32 only K-major: these layouts run on K-major copies.
     a, b = make_operands(300, 264, 200, torch.float32, "cuda", layout)
-    assert not kernel_name(a, b).startswith("sm90")
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_"), torch.ops.tiled.gemm_kernel_name(a, b)
     check(a, b, torch.float32, tol=TF32_TOL)
 
 
@@ -253,15 +263,20 @@ def test_deterministic(dtype):
 # ------------------------------------------------------------------ what Hopper refuses
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_unaligned_falls_back(dtype):
-    # Leading dims that are not 16-byte multiples, and a misaligned pointer.
+def test_unaligned_is_staged(dtype):
+    # Leading dims that are not 16-byte multiples, and a misaligned pointer:
+    # the offending operand is copied to an aligned one (staging).
     a, b = make_operands(257, 255, 129, dtype, "cuda", "NN")
-    assert not kernel_name(a, b).startswith("sm90")
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_ab+sm90")
     check(a, b, dtype)
     base = rand((257 * 128 + 1,), dtype, "cuda")
     a = base[1:].view(257, 128)  # 2-byte offset from a 16-byte aligned block
     b = rand((128, 136), dtype, "cuda")
-    assert not kernel_name(a, b).startswith("sm90")
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_a+sm90")
+    check(a, b, dtype)
+    # too small to pay for a copy: the SIMT kernel reads it in place
+    a, b = make_operands(7, 255, 129, dtype, "cuda", "NN")
+    assert torch.ops.tiled.gemm_kernel_name(a, b) == "simt_general"
     check(a, b, dtype)
 
 

@@ -43,6 +43,19 @@ calls) gets the same table in its own terms:
 
 Its backward is tiled::gemm on views (grad @ W, grad^T @ x), covered above.
 
+Limit of older torch, not of these rules: both C++ backwards flatten
+token dims into one (x.reshape(-1, in): linear's x and grad, gemm's a and
+grad when b is a shared 2-D matrix), and that aten.view runs on the saved
+DTensors.  Flattening [B, S, ...] sharded on S (a token dim other than the
+first) needs DTensor's strided-shard view support: torch 2.14 has it, torch
+2.11 raises "Sharding propagation failed for aten.view.default" in the
+backward.  The forward is fine on both.  No rule can avoid it: autograd
+saves the operands as the caller passed them, before DTensor applies any
+strategy, so dropping the Shard(S) rows would only add a redistribution to
+the forward and still fail in the backward.  On such a torch, redistribute
+a sequence-sharded input to Replicate before the op when gradients are
+needed; docs/distributed.md says more.
+
 Importing this module never fails: without torch.distributed, or on a
 torch without register_sharding, `register_sharding_rules()` returns False.
 """

@@ -56,20 +56,31 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   const int64_t waves128 = ceil_div(tm * ceil_div(p.N, 128) * p.batch, sms);
   // cost256 = waves256 * 1.0, cost128 = waves128 * 0.5 / 0.9
   c.tile = (waves128 * 5 < waves256 * 9) ? Tile::k128x128 : Tile::k128x256;
-  // The switches below are opt-in until measured, read per call so a test or
-  // a benchmark can flip them.
-  // TILED_SM90_SCHEDULE=pingpong: 128x128 tiles, one per consumer warpgroup,
-  // for every shape (the cooperative 128x256 / 128x128 choice is bypassed).
+  // Schedule.  Measured on an H200 (A/B runs of commit 613151b, quick shapes,
+  // paired against cuBLAS): for 16-bit types, ping-pong 128x128 tiles with
+  // 2-CTA clusters reached 0.936/0.945x (bf16/fp16) at 4096^3 against 0.904/
+  // 0.903x for the cooperative 128x256 schedule, all layouts 0.93-0.97x, but
+  // lost at 1024^3 (0.65 vs 0.72x) where there are too few tiles to overlap
+  // one warpgroup's epilogue with the other's mainloop; tf32 gained nothing.
+  // So: ping-pong + clusters for 16-bit problems with >= 2 waves of 128x128
+  // tiles.  Environment overrides, read per call so tests and benchmarks can
+  // flip them: TILED_SM90_SCHEDULE=cooperative|pingpong, TILED_SM90_CLUSTER=1|2.
+  const int64_t tiles128 = tm * ceil_div(p.N, 128) * p.batch;
   const char* sched = std::getenv("TILED_SM90_SCHEDULE");
-  if (sched && std::strcmp(sched, "pingpong") == 0) {
+  const bool auto_pp = p.dtype != DType::f32 && tiles128 >= 2 * sms;
+  const bool pp = sched && std::strcmp(sched, "pingpong") == 0     ? true
+                  : sched && std::strcmp(sched, "cooperative") == 0 ? false
+                                                                     : auto_pp;
+  if (pp) {
     c.tile = Tile::k128x128;
     c.pingpong = true;
   }
-  // TILED_SM90_CLUSTER=2: 2-CTA clusters with B multicast (16-bit types,
-  // 128x256 cooperative or 128x128 ping-pong, >= 2 tile rows).
+  // 2-CTA clusters with B multicast (16-bit types, 128x256 cooperative or
+  // 128x128 ping-pong, >= 2 tile rows): on with the automatic ping-pong
+  // schedule, otherwise only when TILED_SM90_CLUSTER=2.
   const char* env = std::getenv("TILED_SM90_CLUSTER");
-  if (env && std::strcmp(env, "2") == 0 && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 &&
-      tm >= 2)
+  const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (pp && !sched);
+  if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
     c.cluster = 2;
   // TILED_SM90_SPLITK=auto|2|4|8: split K over a cluster of CTAs per
   // 128x128 tile when the tiles fill at most half the SMs (ping-pong and
