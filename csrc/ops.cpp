@@ -120,7 +120,7 @@ at::Tensor as_matrix(const at::Tensor& t) { return t.reshape_symint({-1, t.sym_s
 
 at::Tensor linear_impl(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   check_linear_args(x, weight);
-  return call_gemm(as_matrix(x), weight.t(), bias).view_symint(linear_out_shape(x, weight));
+  return call_gemm(as_matrix(x), weight.t(), bias).reshape_symint(linear_out_shape(x, weight));
 }
 
 class LinearFunction : public torch::autograd::Function<LinearFunction> {
@@ -141,7 +141,7 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
     at::Tensor grad_x, grad_w, grad_b;
     if (!grads[0].defined()) return {grad_x, grad_w, grad_b};
     const at::Tensor g = as_matrix(grads[0]);  // [tokens, out]
-    if (ctx->needs_input_grad(0)) grad_x = call_gemm(g, weight, std::nullopt).view_symint(x.sym_sizes());
+    if (ctx->needs_input_grad(0)) grad_x = call_gemm(g, weight, std::nullopt).reshape_symint(x.sym_sizes());
     if (ctx->needs_input_grad(1)) grad_w = call_gemm(g.t(), as_matrix(x), std::nullopt);  // [out, in]
     if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) grad_b = g.sum(0);
     return {grad_x, grad_w, grad_b};

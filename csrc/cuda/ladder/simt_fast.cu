@@ -92,8 +92,11 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // sliced-K blocks on 32 x 32 (M or N <= 32) or 64 x 64 tiles take over
 // (09_sliced_k.cuh).  kSimtLargeConfig is the ONE place that names the
 // large-problem kernel (a tuning candidate that measures better replaces it).
+// Step 95 (k-tile 16, 3 stages: half the barriers per FMA) measured 0.839 /
+// 0.760 / 0.824 / 0.858x cuBLAS at 4096^3 NN/NT/TN/TT on an H200, against
+// 0.805 / 0.748 / 0.780 / 0.851x for the first 128 x 128 config (step 90).
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
-                                          cudaStream_t) = &run_simt_base;
+                                          cudaStream_t) = &run_simt_bk16;
 
 enum class SimtPick { large, mid, small };
 SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
