@@ -45,25 +45,17 @@ struct Task {
   explicit Task(const GemmProblem& prob)
       : p(prob), a_pack(MC * KC), b_pack(KC * NC), c_acc(MC * NC) {}
 
-  // A[m0:m0+mc, k0:k0+kc] -> panels of MR rows, k-major inside a panel,
+  // Packs `n` vectors of length kc into panels of R, k-major inside a panel,
   // zero-padded to a whole panel so the micro-kernel needs no edge code.
-  void pack_a(const T* A, int64_t m0, int64_t mc, int64_t k0, int64_t kc) {
-    const int64_t rs = p.a.row_stride, cs = p.a.col_stride;
-    for (int64_t ip = 0; ip < mc; ip += MR) {
-      Acc* dst = a_pack.data() + ip * kc;
+  // Element (i, k) of the block is src[i * i_stride + k * k_stride]: for A's
+  // block i runs over rows of A, for B's over columns of B.
+  template <int64_t R>
+  static void pack(const T* src, int64_t i_stride, int64_t k_stride, int64_t n, int64_t kc, Acc* out) {
+    for (int64_t ip = 0; ip < n; ip += R) {
+      Acc* dst = out + ip * kc;
       for (int64_t k = 0; k < kc; ++k)
-        for (int64_t i = 0; i < MR; ++i)
-          dst[k * MR + i] = (ip + i < mc) ? load<T, Acc>(A, (m0 + ip + i) * rs + (k0 + k) * cs) : Acc(0);
-    }
-  }
-
-  void pack_b(const T* B, int64_t n0, int64_t nc, int64_t k0, int64_t kc) {
-    const int64_t rs = p.b.row_stride, cs = p.b.col_stride;
-    for (int64_t jp = 0; jp < nc; jp += NR) {
-      Acc* dst = b_pack.data() + jp * kc;
-      for (int64_t k = 0; k < kc; ++k)
-        for (int64_t j = 0; j < NR; ++j)
-          dst[k * NR + j] = (jp + j < nc) ? load<T, Acc>(B, (k0 + k) * rs + (n0 + jp + j) * cs) : Acc(0);
+        for (int64_t i = 0; i < R; ++i)
+          dst[k * R + i] = (ip + i < n) ? load<T, Acc>(src, (ip + i) * i_stride + k * k_stride) : Acc(0);
     }
   }
 
@@ -96,8 +88,10 @@ struct Task {
     std::fill(c_acc.begin(), c_acc.end(), Acc(0));
     for (int64_t k0 = 0; k0 < p.K; k0 += KC) {
       const int64_t kc = std::min(KC, p.K - k0);
-      pack_a(A, m0, mc, k0, kc);
-      pack_b(B, n0, nc, k0, kc);
+      pack<MR>(A + m0 * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc,
+               a_pack.data());
+      pack<NR>(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.col_stride, p.b.row_stride, nc, kc,
+               b_pack.data());
       for (int64_t ip = 0; ip < mc; ip += MR)
         for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, jp, kc);
     }
