@@ -42,6 +42,12 @@ def main(path):
         print("|---|---:|---:|")
         for c in lin:
             print(f"| {c['M']}×{c['K']}→{c['N']} | {c['ours_tflops']:.0f} | {c['ratio']:.2f}× |")
+    calls = [c for c in cases if c["op"].endswith("_call")]
+    if calls:
+        print("\n| per-call host cost, 64×64×64 fp32 eager | ours µs | torch µs |")
+        print("|---|---:|---:|")
+        for c in calls:
+            print(f"| {c['op']} | {c['ours_us_per_call']:.1f} | {c['torch_us_per_call']:.1f} |")
 
 
 if __name__ == "__main__":

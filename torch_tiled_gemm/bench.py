@@ -186,15 +186,58 @@ def linear_case(tokens, fin, fout, dname, device):
     }
 
 
+def overhead_case(kind, device, n=64, calls=2000):
+    """Per-call host cost of tiny eager calls (decode-style M): wall time per
+    call over a loop of `calls`, one sync at the end; the GPU work is a few
+    microseconds, so this measures dispatch, checks, autograd and launch."""
+    torch.manual_seed(0)
+    x = torch.randn(n, n, device=device, requires_grad=(kind == "linear_fwd_bwd_call"))
+    lin = torch.nn.Linear(n, n, device=device)
+    tl = TiledLinear.from_linear(lin)
+    b = torch.randn(n, n, device=device)
+    if kind == "gemm_call":
+        ours, theirs = (lambda: torch.ops.tiled.gemm(x, b)), (lambda: torch.mm(x, b))
+    elif kind == "linear_call":
+        ours, theirs = (lambda: tl(x)), (lambda: lin(x))
+    else:
+        ours, theirs = (lambda: tl(x).sum().backward()), (lambda: lin(x).sum().backward())
+
+    def per_call_us(fn):
+        for _ in range(50):
+            fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return (time.perf_counter() - t) / calls * 1e6
+
+    rounds = [(per_call_us(ours), per_call_us(theirs)) for _ in range(3)]
+    t_ours = statistics.median(r[0] for r in rounds)
+    t_theirs = statistics.median(r[1] for r in rounds)
+    flops = 2.0 * n * n * n * (3 if kind == "linear_fwd_bwd_call" else 1)
+    return {
+        "op": kind, "dtype": "fp32", "M": n, "N": n, "K": n, "batch": 1, "layout": "NN",
+        "ours_ms": t_ours / 1e3, "torch_ms": t_theirs / 1e3, "ours_us_per_call": t_ours, "torch_us_per_call": t_theirs,
+        "ours_tflops": flops / t_ours / 1e6, "torch_tflops": flops / t_theirs / 1e6,
+        "ratio": statistics.median(r[1] / r[0] for r in rounds),
+        "max_rel_err": 0.0, "torch_rel_err": 0.0, "kernel": "per-call host overhead",
+    }
+
+
 def plan(device, quick):
     if device != "cuda":
         return [("gemm", s, d, "NN") for s in CPU_SHAPES for d in ("fp32", "bf16")] + \
-               [("gemm", (512, 512, 512), "fp32", lay) for lay in ("NT", "TN", "TT")]
+               [("gemm", (512, 512, 512), "fp32", lay) for lay in ("NT", "TN", "TT")] + \
+               [(k, (64, 64, 64), "fp32", "NN") for k in ("gemm_call", "linear_call", "linear_fwd_bwd_call")]
     shapes = QUICK_SHAPES if quick else GPU_SHAPES
     cases = [("gemm", s, d, "NN") for d in DTYPES for s in shapes]
     cases += [("gemm", (4096, 4096, 4096), d, lay) for d in DTYPES for lay in ("NT", "TN", "TT")]
     lin = LINEAR_SHAPES[:1] if quick else LINEAR_SHAPES
     cases += [("linear", s, "bf16", "NT") for s in lin]
+    cases += [(k, (64, 64, 64), "fp32", "NN") for k in ("gemm_call", "linear_call", "linear_fwd_bwd_call")]
     return cases
 
 
@@ -269,8 +312,10 @@ def main(argv=None):
         label = f"{kind} {dname} {'x'.join(map(str, shape))} {layout}"
         if kind == "gemm":
             results.append(gemm_case(*shape, dname, layout, device))
-        else:
+        elif kind == "linear":
             results.append(linear_case(*shape, dname, device))
+        else:
+            results.append(overhead_case(kind, device))
         write()  # after every case: a run cut short still leaves its numbers
         bar.step(label)
         if device == "cuda":

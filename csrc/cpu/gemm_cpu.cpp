@@ -42,8 +42,15 @@ struct Task {
   const GemmProblem& p;
   std::vector<Acc> a_pack, b_pack, c_acc;
 
+  // Buffers sized for this problem's blocks, not the largest block: small
+  // GEMMs (decode-style M) should not pay for allocating and zeroing 400 KB.
   explicit Task(const GemmProblem& prob)
-      : p(prob), a_pack(MC * KC), b_pack(KC * NC), c_acc(MC * NC) {}
+      : p(prob),
+        a_pack(round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K)),
+        b_pack(round_up(std::min(NC, prob.N), NR) * std::min(KC, prob.K)),
+        c_acc(round_up(std::min(MC, prob.M), MR) * NC) {}
+
+  static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
   // Packs `n` vectors of length kc into panels of R, k-major inside a panel,
   // zero-padded to a whole panel so the micro-kernel needs no edge code.
