@@ -83,6 +83,17 @@ if has cluster; then
   TILED_SM90_CLUSTER=2 timeout 200 $PY -m torch_tiled_gemm.bench --quick --tag cluster2 --out "$OUT/results" 2>/dev/null \
     | grep -E "^\| gemm \| (bf16|fp16)|geometric" >>"$LOG"
 fi
+if has dist; then
+  # Two or more GPUs: NCCL tests and the torchrun example (multicast stays off).
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  ngpu=$($PY -c "import torch; print(torch.cuda.device_count())")
+  say "dist: $ngpu GPUs"
+  timeout 240 $PY -m pytest -q -rs tests/test_distributed.py tests/test_cuda_runtime.py 2>&1 | tail -15 >>"$LOG"
+  if [ "$ngpu" -ge 2 ]; then
+    timeout 200 torchrun --nproc-per-node 2 examples/train_distributed.py 2>&1 | grep -vE "^(W|I)[0-9]{4}" | tail -30 >>"$LOG"
+    say "dist example rc=${PIPESTATUS[0]}"
+  fi
+fi
 if has ab; then
   # A/B of opt-in kernel variants: AB_VARIANTS="tag:VAR=val,VAR2=val tag2:..."
   # (quick shapes; compact rows into the log, files outside $OUT).

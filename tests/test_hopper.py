@@ -493,3 +493,126 @@ def test_groupm(monkeypatch, group, dtype):
             exact_check(M, N, K, dtype, layout)
     a, b = make_operands(640, 520, 72, dtype, "cuda", "NN", batch=3)
     check(a, b, dtype)
+
+
+# ------------------------------------------------------------------ opt-in: TILED_SM90_SMALLM=1
+# Cooperative consumer warpgroups whose 64-row slab is wholly past M wait on /
+# release every stage but issue no wgmma and store nothing; M <= 64 is kept off
+# the automatic ping-pong.  Same kernels (a runtime argument), same names.
+
+@pytest.fixture
+def smallm(monkeypatch):
+    monkeypatch.setenv("TILED_SM90_SMALLM", "1")
+
+
+def expected_smallm_tile(M, N, batch=1, dtype=None):
+    """Mirror of choose() with TILED_SM90_SMALLM=1: M <= 64 never auto ping-pong."""
+    if M > 64:
+        return expected_tile(M, N, batch, dtype)
+    return expected_tile(M, N, batch, torch.float32)  # the non-ping-pong rule
+
+
+SMALLM_SHAPES = [  # (M, N, K, batch); N, K multiples of 8 (TMA strides without staging)
+    (1, 8, 8, None), (8, 4096, 1024, None), (16, 1000, 1032, None), (33, 504, 520, None), (64, 520, 200, None),
+    (65, 264, 136, None),  # slab 1 of the only tile row is live (row 64)
+    (136, 200, 72, None),  # tile row 1: slab 0 live, slab 1 idle
+    (300, 264, 600, None),  # tile row 2: slab 1 idle; ragged K
+    (16, 264, 136, 3), (72, 200, 520, 4),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm(smallm, dtype, layout):
+    for M, N, K, batch in SMALLM_SHAPES:
+        if layout[0] == "T" and M % 8:
+            continue  # column-major A needs M % 8 == 0 for TMA
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert kernel_name(a, b) == variant_name(dtype, expected_smallm_tile(M, N, batch or 1, dtype), layout), (
+            M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0))
+    # exact (small integers), several k-blocks and tiles per CTA
+    for M, N, K in [(16, 4096, 1024), (64, 520, 600), (136, 264, 200), (8, 34048, 128)]:
+        if layout[0] == "T" and M % 8:
+            continue
+        exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_padded_views(smallm, dtype):
+    for layout in LAYOUTS:
+        for M, N, K in [(1, 8, 8), (63, 129, 65), (67, 509, 521), (129, 255, 65), (131, 257, 137)]:
+            a = padded(M, K, dtype, layout[0])
+            b = padded(K, N, dtype, layout[1])
+            check(a, b, dtype, bias=(M % 2 == 1))
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_no_auto_pingpong(smallm, dtype):
+    # 266 tiles of 128x128 would pick ping-pong; with the switch M <= 64 stays cooperative.
+    M, N, K = 16, 34048, 200
+    a, b = make_operands(M, N, K, dtype, "cuda", "NN")
+    assert kernel_name(a, b) == variant_name(dtype, expected_smallm_tile(M, N, 1, dtype), "NN")
+    assert "pp" not in kernel_name(a, b)
+    check(a, b, dtype)
+    a, b = make_operands(65, N, K, dtype, "cuda", "NN")  # M > 64: the default choice
+    assert kernel_name(a, b) == variant_name(dtype, expected_tile(65, N, 1, dtype), "NN")
+    check(a, b, dtype)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_cluster_odd_rows(smallm, monkeypatch, dtype, layout):
+    # 3 tile rows of 128x256 in 2-CTA clusters: the pair's second CTA of tile
+    # rows (2, 3) is wholly past M (both warpgroups idle, still loading and
+    # multicasting its half of B); tile row 2's second slab is idle too.
+    monkeypatch.setenv("TILED_SM90_CLUSTER", "2")
+    monkeypatch.setenv("TILED_SM90_SCHEDULE", "cooperative")
+    M, N, K = 296, 8192, 136  # M % 8 == 0: column-major A runs unstaged
+    a, b = make_operands(M, N, K, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x256c2", layout)
+    check(a, b, dtype)
+    exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("setting", ["2", "4", "auto"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_splitk(smallm, monkeypatch, setting, dtype, layout):
+    # The combination to measure for decode shapes: split-K clusters whose
+    # CTAs each run one live slab.
+    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    for M, N, K, batch in [(16, 4096, 1024, None), (64, 1000, 1000, None), (136, 264, 520, None),
+                           (16, 264, 1032, 3)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        s = expected_split(M, N, K, setting, dtype, batch or 1)
+        if s:
+            assert kernel_name(a, b) == variant_name(dtype, f"128x128sk{s}", layout), (M, N, K, batch)
+        check(a, b, dtype)
+    exact_check(16, 4096, 4096, dtype, layout)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_explicit_pingpong(smallm, monkeypatch, dtype):
+    # An explicit ping-pong schedule ignores the skip (each warpgroup owns all 128 rows).
+    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
+    for M, N, K in [(16, 4096, 520), (136, 1000, 200)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
+        assert kernel_name(a, b) == variant_name(dtype, "128x128pp", "NT")
+        check(a, b, dtype)
+
+
+def test_smallm_tf32(smallm, tf32):
+    for M, N, K, batch in SMALLM_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        assert kernel_name(a, b).startswith("sm90_tf32"), (M, N, K, batch)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_deterministic(smallm, dtype):
+    a, b = make_operands(16, 4096, 4096, dtype, "cuda", "NT")
+    bias = rand((4096,), dtype, "cuda")
+    first = gemm(a, b, bias)
+    for _ in range(3):
+        assert torch.equal(gemm(a, b, bias), first)

@@ -62,6 +62,10 @@ struct KernelArgs {
   int a_batched, b_batched;  // 0: operand broadcast over batch (TMA batch coordinate 0)
   int c_pairs_aligned;       // 1: every even column's pair (n, n+1) may be stored as one vector
   int group_m;               // grouped raster: tile rows per group (>= 1)
+  // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
+  // wholly at or past M does no math (it still waits on and releases every
+  // stage) and skips its (fully masked) epilogue.  TILED_SM90_SMALLM=1.
+  int skip_idle_slabs;
   void* c;
   int64_t c_batch_stride, c_row_stride;  // elements
   const void* bias;                      // [N] of T, or null
@@ -352,7 +356,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if (local > 0) named_barrier_sync(1 + cw, kOrderThreads);
       }
       int prev_stage = 0;
-      for (int kb = kb_begin; kb < kb_end; ++kb) {
+      // Small M: this warpgroup's rows [tile_m * kBM + cw * 64, +64) are all
+      // >= M (their A rows are TMA zero-fill, their stores masked), so it only
+      // keeps the ring protocol: wait on each stage's `full` (so it arrives on
+      // `empty` at most once per phase, after the stage was filled) and
+      // release it at once; the other warpgroup alone uses the tensor cores.
+      // Warpgroup-uniform, decided per tile; never with ping-pong (each
+      // warpgroup owns all 128 rows there).
+      const bool idle = !Cfg::kPingPong && args.skip_idle_slabs &&
+                        static_cast<int64_t>(tile_m) * kBM + cw * 64 >= args.M;
+      if (idle) {
+        for (int kb = kb_begin; kb < kb_end; ++kb) {
+          mbar_wait(full_bar + 8 * stage, phase);
+          __syncwarp();
+          if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * stage);
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+      const int kb_stop = idle ? kb_begin : kb_end;  // idle: the math loop below runs no iteration
+      for (int kb = kb_begin; kb < kb_stop; ++kb) {
         mbar_wait(full_bar + 8 * stage, phase);
         // 64 rows of A per wgmma: the s-th 64-row slab (K-major) or the s-th
         // 64-wide M chunk (MN-major), both s * 8 KB into the stage, with
@@ -387,7 +412,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       wgmma_wait_group<0>();
 #pragma unroll
       for (int m = 0; m < kSubM; ++m) fence_accumulators(acc[m]);
-      if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+      if (lane == 0 && !idle) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
       if constexpr (Cfg::kPingPong) skip_tile();  // the other warpgroup's next tile
 
       if constexpr (Cfg::kSplitK) {
@@ -407,6 +432,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
         continue;  // one tile per cluster; the reduction follows the cluster barrier below
       }
+      if (idle) continue;  // every row of this slab is >= M: nothing to store
 
       // ---------------------------------------------------------- epilogue
       // Accumulator fragment of m64nNk*: thread (warp w, lane l) holds, for
@@ -591,6 +617,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.c_pairs_aligned = pointer_alignment(p.c) >= 2 * es && p.c_row_stride % 2 == 0 &&
                          (p.batch <= 1 || p.c_batch_stride % 2 == 0);
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
+  args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;
   args.c = p.c;
   args.c_batch_stride = p.c_batch_stride;
   args.c_row_stride = p.c_row_stride;

@@ -67,7 +67,13 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // flip them: TILED_SM90_SCHEDULE=cooperative|pingpong, TILED_SM90_CLUSTER=1|2.
   const int64_t tiles128 = tm * ceil_div(p.N, 128) * p.batch;
   const char* sched = std::getenv("TILED_SM90_SCHEDULE");
-  const bool auto_pp = p.dtype != DType::f32 && tiles128 >= 2 * sms;
+  // TILED_SM90_SMALLM=1 (opt-in, not yet measured): cooperative consumer
+  // warpgroups skip the math of 64-row slabs wholly past M (for M <= 64 the
+  // tensor cores do half the work), and M <= 64 stays cooperative instead of
+  // the automatic ping-pong (which computes all 128 rows of every tile).
+  const char* smallm = std::getenv("TILED_SM90_SMALLM");
+  c.skip_idle_slabs = smallm && std::strcmp(smallm, "1") == 0;
+  const bool auto_pp = p.dtype != DType::f32 && tiles128 >= 2 * sms && !(c.skip_idle_slabs && p.M <= 64);
   const bool pp = sched && std::strcmp(sched, "pingpong") == 0     ? true
                   : sched && std::strcmp(sched, "cooperative") == 0 ? false
                                                                      : auto_pp;

@@ -38,6 +38,10 @@ struct Choice {
   // per output tile, one cluster, reduced deterministically through
   // distributed shared memory (TILED_SM90_SPLITK).
   int split_k = 0;
+  // Small M (TILED_SM90_SMALLM=1): cooperative consumer warpgroups whose
+  // 64-row slab is wholly past M skip their wgmmas and epilogue (same
+  // kernels, a runtime argument; names unchanged).
+  bool skip_idle_slabs = false;
 };
 
 constexpr int tile_bn(Tile t) { return t == Tile::k128x256 ? 256 : 128; }

@@ -17,7 +17,9 @@
 //   95  simt_fast's tile with BK 16, 3 stages             simt_tuning.cu  (all layouts)
 //   96  sliced-K 64x64 tile, 4 warps on k quarters       simt_small.cu   (simt_fast: mid size)
 //   97  sliced-K 32x32 tile, 4 warps on k quarters       simt_small.cu   (simt_fast: M or N <= 32)
-// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20 and 90..97 are
+//   98  step 95 + 16-byte copies of K-contiguous operands, transposed
+//       through a staging buffer                        simt_tuning.cu  (all layouts)
+// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20 and 90..98 are
 // extras for tests and benchmarks.  Any other number returns an error string.
 //
 // Steps 1-4 take float32, float64 (accumulating in double), float16 and
@@ -49,8 +51,9 @@ const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev,
     case 95: return ladder::run_simt_bk16(p, dev, stream);
     case 96: return ladder::run_simt_sliced_mid(p, dev, stream);
     case 97: return ladder::run_simt_sliced_small(p, dev, stream);
+    case 98: return ladder::run_simt_bk16_staged(p, dev, stream);
   }
-  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-97)";
+  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-98)";
 }
 
 const char* ladder_step_name(int step) {
@@ -70,6 +73,7 @@ const char* ladder_step_name(int step) {
     case 95: return "128x128x16, 4 warps of 64x64, 3 stages";
     case 96: return "sliced-K 64x64 tile, 4 warps x k/4";
     case 97: return "sliced-K 32x32 tile, 4 warps x k/4";
+    case 98: return "128x128x16, 3 stages, 16-byte staged transpose of K-contiguous operands";
     case 91:
     case 92:
     case 93: return ladder::simt_candidate_name(step - 90);

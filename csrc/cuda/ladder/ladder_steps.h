@@ -30,6 +30,9 @@ constexpr int kSimtCandidates = 3;
 // Steps 94, 95 (simt_tuning.cu): large-problem candidates, every layout.
 const char* run_simt_warps16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
 const char* run_simt_bk16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+// Step 98 (simt_tuning.cu): step 95 with 16-byte copies + staged transposition
+// for K-contiguous operands (falls back to step 95 when not 16-byte aligned).
+const char* run_simt_bk16_staged(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
 // Steps 96, 97 (simt_small.cu): sliced-K 64 x 64 / 32 x 32 tiles, every
 // layout; simt_fast_gemm uses them for problems with few 128 x 128 tiles.
 const char* run_simt_sliced_mid(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);

@@ -1,8 +1,8 @@
 // simt_fast tuning candidates for large problems, every layout and alignment
-// (ladder steps 94, 95).  Separate translation unit: 14 kernels that compile
+// (ladder steps 94, 95, 98).  Separate translation unit: 17 kernels that compile
 // in parallel with simt_fast.cu.  See docs/ladder.md for what each should
 // change and simt_fast.cu for how one becomes the default.
-#include "08_hilbert.cuh"
+#include "10_transpose_staging.cuh"
 #include "ladder_steps.h"
 
 namespace tiled {
@@ -27,6 +27,12 @@ const char* run_simt_warps16(const GemmProblem& p, const DeviceInfo& dev, cudaSt
 const char* run_simt_bk16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
   return launch_pipelined<SimtBk16Cfg, HilbertOrder>(p, dev, s,
                                                      "ladder step 95 supports float32 only");
+}
+// Step 98: step 95's config; K-contiguous operands copied 16 bytes at a time
+// into a staging buffer and transposed through registers
+// (10_transpose_staging.cuh).
+const char* run_simt_bk16_staged(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  return launch_staged<SimtBk16Cfg, HilbertOrder>(p, dev, s, "ladder step 98 supports float32 only");
 }
 
 }  // namespace ladder
