@@ -10,12 +10,13 @@ then the last step (simt_fast) against cuBLAS in interleaved paired rounds
 (PERF.md's protocol: 6 rounds of do_bench(warmup=5, rep=25) for each side,
 alternating which goes first; ratio = median of per-round cuBLAS/ours).
 Then the simt_fast candidates (steps 9 = simt_fast's size dispatch, 90 = its
-128x128 config alone, 94-97) against cuBLAS with the same paired protocol on
+128x128 config alone, 94-98) against cuBLAS with the same paired protocol on
 CANDIDATE_CASES: the four layouts at 4096^3, and 1024^3, 128x4096x4096,
 16x4096x4096 NN.  Operand layouts come from strides (transposed views, no
 copies), for cuBLAS too.  The compact candidate table is printed last.
 Writes benchmarks/results/ladder-<gpu>-<date>-<commit>.json and a .png bar
-chart beside it.  About 2-3 minutes on an H100/H200.
+chart beside it; <commit> is git's short HEAD, else $TILED_COMMIT (set by the
+device script: the GPU machine's copy has no .git), else "nocommit".  About 2-3 minutes on an H100/H200.
 """
 import argparse
 import datetime
@@ -51,10 +52,10 @@ STEP_NAMES = {
     96: "sliced-K 64x64, 4 warps x k/4",
     97: "sliced-K 32x32, 4 warps x k/4",
 }
-DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97]
+DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97, 98]
 # Candidate comparison (paired against cuBLAS): (M, N, K, layouts, steps).
 CANDIDATE_CASES = [
-    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 90, 94, 95]),
+    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 90, 94, 95, 98]),
     (1024, 1024, 1024, ["NN"], [9, 90, 94, 95, 96, 97]),
     (128, 4096, 4096, ["NN"], [9, 90, 96, 97]),
     (16, 4096, 4096, ["NN"], [9, 90, 96, 97]),
@@ -76,13 +77,19 @@ def parse_sizes(text):
 
 
 def git_commit():
+    """Short commit for file names: git's HEAD where there is a repository,
+    else $TILED_COMMIT (the device script sets it), else "nocommit"."""
     try:
-        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"],
-                                       stderr=subprocess.DEVNULL,
-                                       cwd=os.path.dirname(os.path.abspath(__file__))
-                                       ).decode().strip()
+        out = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"],
+                                      stderr=subprocess.DEVNULL,
+                                      cwd=os.path.dirname(os.path.abspath(__file__))
+                                      ).decode().strip()
+        if out:
+            return out
     except Exception:
-        return "nocommit"
+        pass
+    env = re.sub(r"[^A-Za-z0-9._-]+", "", os.environ.get("TILED_COMMIT", "").strip())
+    return env[:40] or "nocommit"
 
 
 def tflops(m, n, k, ms):

@@ -22,8 +22,10 @@ F32_STEPS = [5, 6, 7, 8, 9]             # float32 only (9 = simt_fast)
 CANDIDATES = [91, 92, 93]               # simt_fast tuning candidates: NN, aligned B only
 # Every layout and alignment: 90 = simt_fast's 128x128 config alone, 94/95 =
 # large-problem candidates, 96/97 = sliced-K 64x64 / 32x32 (simt_fast's
-# mid-size and small-M/N configs).
-ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97]
+# mid-size and small-M/N configs), 98 = 95 with staged 16-byte copies of
+# K-contiguous operands (aligned operands only; else it runs 95's kernel:
+# test_staged_transpose_aligned below covers its own kernel).
+ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98]
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
@@ -185,6 +187,57 @@ def test_candidates_batched_unaligned(step):
             _check(_run(av, bv, step), av, bv)
 
 
+def _aligned(rows, cols, transposed, gen, batch=None, extra=4):
+    """rows x cols view whose leading dim is a multiple of 4 (>= width + 4),
+    storage offset 4 elements: every operand 16-byte aligned, sizes ragged."""
+    width = rows if transposed else cols
+    ld = width + (-width) % 4 + extra
+    outer = cols if transposed else rows
+    n = batch or 1
+    bs = outer * ld + 8  # batch stride: a multiple of 4 as well
+    buf = torch.randn(n * bs + 4, device="cuda", generator=gen)
+    strides = (1, ld) if transposed else (ld, 1)
+    if batch is None:
+        return buf.as_strided((rows, cols), strides, 4)
+    return buf.as_strided((batch, rows, cols), (bs,) + strides, 4)
+
+
+@pytest.mark.parametrize("shape", [(4, 4, 4), (1, 1, 1), (33, 31, 97), (64, 128, 16), (65, 129, 17),
+                                   (130, 67, 41), (128, 128, 300), (257, 200, 63), (200, 257, 1000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_staged_transpose_aligned(shape):
+    """Step 98's own kernel (16-byte copies of K-contiguous operands through the
+    staging buffer) needs every operand 16-byte aligned: padded views of ragged
+    sizes (partial 16-byte vectors along k and x, empty warp slices, 1..63
+    k-tiles) in the four layouts, each bitwise equal to step 95 (same math,
+    same summation order)."""
+    m, n, k = shape
+    g = _gen(600 + m + n + k)
+    for layout in LAYOUTS:
+        a = _aligned(m, k, layout[0] == "T", g)
+        b = _aligned(k, n, layout[1] == "T", g)
+        out = _run(a, b, 98)
+        _check(out, a, b)
+        assert torch.equal(out, _run(a, b, 95)), f"{layout}: step 98 differs from step 95"
+
+
+def test_staged_transpose_batched():
+    """Step 98 on batches (grid.y), a broadcast operand (batch stride 0) and
+    contiguous operands with K, M, N multiples of 4; deterministic."""
+    g = _gen(700)
+    bsz, m, n, k = 3, 132, 260, 68
+    for layout in LAYOUTS:
+        ta, tb = layout[0] == "T", layout[1] == "T"
+        a = _aligned(m, k, ta, g, batch=bsz)
+        b = _aligned(k, n, tb, g).unsqueeze(0).expand(bsz, k, n)
+        out = _run(a, b, 98)
+        _check(out, a, b)
+        assert torch.equal(out, _run(a, b, 98)), "two runs differ"
+        a2 = _mat(m, k, torch.float32, ta, gen=g).unsqueeze(0).expand(bsz, m, k)
+        b2 = _mat(k, n, torch.float32, tb, batch=bsz, gen=g)
+        _check(_run(a2, b2, 98), a2, b2)
+
+
 @pytest.mark.parametrize("step", [96, 97])
 def test_sliced_k_long_k_deterministic(step):
     """Sliced-K sums 4 partial tiles in a fixed order: bitwise reproducible."""
@@ -198,7 +251,7 @@ def test_sliced_k_long_k_deterministic(step):
 
 def test_invalid_step_raises():
     a = torch.randn(4, 4, device="cuda")
-    for step in [0, 10, 77, 98, -1]:
+    for step in [0, 10, 77, 99, -1]:
         with pytest.raises(RuntimeError):
             _run(a, a, step)
 
