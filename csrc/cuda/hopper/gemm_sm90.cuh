@@ -48,6 +48,7 @@
 #include "hopper.h"
 #include "ptx.cuh"
 #include "tensor_map.h"
+#include "../smem_opt_in.h"
 
 namespace tiled {
 namespace cuda {
@@ -592,17 +593,8 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // The dynamic shared-memory opt-in is per device; remember which devices
   // this instantiation was raised on (devices 0..63; others set it every call).
   static std::atomic<uint64_t> raised{0};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return "sm90: cudaGetDevice failed";
-  const uint64_t bit = device < 64 ? (uint64_t{1} << device) : 0;
-  if (!bit || !(raised.load(std::memory_order_relaxed) & bit)) {
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes) !=
-        cudaSuccess) {
-      (void)cudaGetLastError();
-      return "sm90: cannot raise the kernel's dynamic shared-memory limit";
-    }
-    raised.fetch_or(bit, std::memory_order_relaxed);
-  }
+  if (!raise_smem_limit(kernel, Cfg::kSmemBytes, raised))
+    return "sm90: cannot raise the kernel's dynamic shared-memory limit";
 
   KernelArgs args{};
   args.M = static_cast<int>(p.M);

@@ -178,19 +178,9 @@ const char* launch_pipelined(const GemmProblem& pr, const DeviceInfo& dev, cudaS
     constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
     constexpr bool kV = decltype(vec_c)::value && (kA || kB);  // NT has no 16-byte copies
     auto kern = pipelined_kernel<C, Order, kA, kB, kV>;
-    if (C::kSmemBytes > 48 * 1024) {
-      // The opt-in is per device; remember which devices have it.
-      static std::atomic<unsigned long long> done{0};
-      int d = 0;
-      if (cudaGetDevice(&d) != cudaSuccess) return "pipelined SIMT kernel: cudaGetDevice failed";
-      const unsigned long long bit = d < 64 ? (1ull << d) : 0ull;
-      if (!(done.load(std::memory_order_relaxed) & bit)) {
-        if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 C::kSmemBytes) != cudaSuccess)
-          return "pipelined SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed";
-        done.fetch_or(bit, std::memory_order_relaxed);
-      }
-    }
+    static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
+    if (!raise_smem_limit(kern, C::kSmemBytes, raised))
+      return "pipelined SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed";
     kern<<<grid, C::kThreads, C::kSmemBytes, stream>>>(params, tiles_m, tiles_n, panel);
     return nullptr;
   });

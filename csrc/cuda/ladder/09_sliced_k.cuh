@@ -118,25 +118,6 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
   }
 }
 
-// Raises a kernel's dynamic shared memory limit once per device (needed above
-// 48 KB).  `done` must be a static of the caller's instantiation: the kernel
-// pointer's TYPE is the same for every config, so a static in here would be
-// shared by all of them and only the first kernel would ever be raised.
-template <class Kern>
-const char* ensure_dynamic_smem(Kern kern, int bytes, const char* what, std::atomic<unsigned long long>& done) {
-  if (bytes <= 48 * 1024) return nullptr;
-  int d = 0;
-  if (cudaGetDevice(&d) != cudaSuccess) return what;
-  const unsigned long long bit = d < 64 ? (1ull << d) : 0ull;
-  if (!(done.load(std::memory_order_relaxed) & bit)) {
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) !=
-        cudaSuccess)
-      return what;
-    done.fetch_or(bit, std::memory_order_relaxed);
-  }
-  return nullptr;
-}
-
 // Launches sliced_k_kernel<S, HilbertOrder, layout...>; every f32 problem.
 template <class S>
 const char* launch_sliced(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream) {
@@ -155,10 +136,9 @@ const char* launch_sliced(const GemmProblem& pr, const DeviceInfo& dev, cudaStre
     constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
     constexpr bool kV = decltype(vec_c)::value && (kA || kB);
     auto kern = sliced_k_kernel<S, HilbertOrder, kA, kB, kV>;
-    static std::atomic<unsigned long long> raised{0};  // per instantiation of this lambda
-    if (const char* e = ensure_dynamic_smem(
-            kern, S::kSmemBytes, "sliced-K SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed", raised))
-      return e;
+    static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
+    if (!raise_smem_limit(kern, S::kSmemBytes, raised))
+      return "sliced-K SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed";
     kern<<<grid, S::kThreads, S::kSmemBytes, stream>>>(params, tiles_m, tiles_n, panel);
     return nullptr;
   });

@@ -214,16 +214,8 @@ const char* launch_staged(const GemmProblem& pr, const DeviceInfo& dev, cudaStre
     auto kern = staged_kernel<C, Order, kA, kB>;
     // One flag set per instantiation of this lambda (= per kernel): the
     // opt-in is per kernel and per device.
-    static std::atomic<unsigned long long> raised{0};
-    int d = 0;
-    if (cudaGetDevice(&d) != cudaSuccess) return "ladder step 98: cudaGetDevice failed";
-    const unsigned long long bit = d < 64 ? (1ull << d) : 0ull;
-    if (!(raised.load(std::memory_order_relaxed) & bit)) {
-      if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes) !=
-          cudaSuccess)
-        return "ladder step 98: cudaFuncSetAttribute(max dynamic smem) failed";
-      raised.fetch_or(bit, std::memory_order_relaxed);
-    }
+    static std::atomic<uint64_t> raised{0};
+    if (!raise_smem_limit(kern, kBytes, raised)) return "ladder step 98: cudaFuncSetAttribute(max dynamic smem) failed";
     kern<<<grid, C::kThreads, kBytes, stream>>>(params, tiles_m, tiles_n, panel);
     return nullptr;
   };

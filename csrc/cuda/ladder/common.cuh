@@ -15,6 +15,7 @@
 
 #include "../../gemm_problem.h"
 #include "../dispatch.h"
+#include "../smem_opt_in.h"
 
 namespace tiled {
 namespace cuda {
