@@ -16,13 +16,22 @@ nn.Linear baseline, then with every Linear swapped for TiledLinear
 
 Rank 0 prints, per mode and model: first and last loss, median step time
 (after warm-up; forward + backward + optimizer step) and time relative to
-nn.Linear.
+nn.Linear.  A mode that raises is reported (which mode, which model, the
+traceback) and the script goes on with the next; it exits with status 1 if
+any mode failed.
+
+The optimizer gets its parameters through
+torch_tiled_gemm.distributed.optimizer_param_groups: under tensor parallel
+the Linears' parameters are DTensors and the LayerNorms' plain tensors, and
+torch's foreach optimizer kernels (the default on CUDA) refuse a group that
+mixes the two.
 """
 import argparse
 import os
 import statistics
 import sys
 import time
+import traceback
 
 # NVLink SHARP / multicast off (before torch / NCCL initialise).
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -97,7 +106,8 @@ def data(args, device, step):
 def run(args, device, mode, tiled, mesh):
     rank, world = dist.get_rank(), dist.get_world_size()
     model = build(args, device, tiled, mode, mesh)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    # One parameter group per kind (DTensor / plain tensor): see the module docstring.
+    opt = torch.optim.AdamW(tdist.optimizer_param_groups(model), lr=args.lr)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.dtype == "bf16")
     losses, times = [], []
     for step in range(args.warmup + args.steps):
@@ -170,10 +180,25 @@ def main():
               f"{args.dtype}, {args.steps} timed steps after {args.warmup} warm-up", flush=True)
 
     modes = ["ddp", "fsdp2", "tp"] if args.mode == "all" else [args.mode]
-    rows = []
+    rows, failed = [], []
     for mode in modes:
-        base_losses, base_ms = run(args, device, mode, False, mesh)
-        ours_losses, ours_ms = run(args, device, mode, True, mesh)
+        results = {}
+        for name, tiled in (("nn.Linear", False), ("TiledLinear", True)):
+            try:
+                results[name] = run(args, device, mode, tiled, mesh)
+            except Exception:
+                failed.append(f"{mode}/{name}")
+                if rank == 0:
+                    print(f"{mode:6s} {name}: FAILED on rank {rank}\n{traceback.format_exc()}", flush=True)
+                else:
+                    print(f"{mode:6s} {name}: FAILED on rank {rank}: {traceback.format_exc().splitlines()[-1]}",
+                          flush=True)
+                break  # the other model of this mode would not be comparable
+        if len(results) < 2:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            continue
+        (base_losses, base_ms), (ours_losses, ours_ms) = results["nn.Linear"], results["TiledLinear"]
         diff = max(abs(a - b) for a, b in zip(base_losses, ours_losses))
         rows.append((mode, "nn.Linear", base_losses, base_ms, 1.0, None))
         rows.append((mode, "TiledLinear", ours_losses, ours_ms, ours_ms / base_ms, diff))
@@ -187,8 +212,12 @@ def main():
         for mode, name, losses, ms, rel, diff in rows:
             print(f"| {mode} | {name} | {losses[0]:.5f} | {losses[-1]:.5f} | {ms:.2f} | {rel:.2f}x | "
                   f"{'' if diff is None else f'{diff:.1e}'} |")
+        if failed:
+            print(f"\nFAILED: {', '.join(failed)}", flush=True)
     dist.barrier()
     dist.destroy_process_group()
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

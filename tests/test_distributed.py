@@ -106,9 +106,14 @@ def make_data(device, batch=8, seq=4, d=32):
     return xs, ys
 
 
-def train(model, xs, ys, transform=lambda t: t):
-    """STEPS of SGD with momentum on MSE; returns the (global) losses."""
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+def train(model, xs, ys, transform=lambda t: t, params=None, foreach=None):
+    """STEPS of SGD with momentum on MSE; returns the (global) losses.
+
+    `params`: parameters or parameter groups (default model.parameters());
+    `foreach`: the optimizer's (None: torch's default, foreach only on CUDA).
+    """
+    params = model.parameters() if params is None else params
+    opt = torch.optim.SGD(params, lr=0.05, momentum=0.9, foreach=foreach)
     losses = []
     for x, y in zip(xs, ys):
         opt.zero_grad(set_to_none=True)
@@ -288,6 +293,8 @@ def _flattens(t):
 def _tp_op(rank, device):
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 
+    from torch_tiled_gemm.distributed import replicate_contiguous
+
     mesh = mesh_for(device)
     # Cases whose backward ran on the documented workaround (the sequence-
     # sharded operand redistributed to Replicate before the op) because this
@@ -335,7 +342,7 @@ def _tp_op(rank, device):
         # Backward: the C++ autograd calls tiled::gemm on transposed DTensor views.
         if len(b_shape) == 2 and len(a_shape) == 3 and not _flattens(A):
             via_replicate.append(("gemm", a_shape, pa))  # the shared-weight branch flattens a: gather it first
-            out = torch.ops.tiled.gemm(A.redistribute(mesh, [R]), Bt, BI)
+            out = torch.ops.tiled.gemm(replicate_contiguous(A), Bt, BI)
         g = rnd(*ref.shape)
         ref.backward(g)
         (out.full_tensor() * g).sum().backward()
@@ -372,7 +379,7 @@ def _tp_op(rank, device):
             torch.testing.assert_close(out.full_tensor(), ref, rtol=1e-12, atol=1e-12, msg=lambda m: f"{what}: {m}")
             if not _flattens(X):
                 via_replicate.append(("linear", x_shape, px))  # the backward flattens x and grad: gather x
-                out = torch.ops.tiled.linear(X.redistribute(mesh, [R]), W, BI)
+                out = torch.ops.tiled.linear(replicate_contiguous(X), W, BI)
             g = rnd(*ref.shape)
             ref.backward(g)
             (out.full_tensor() * g).sum().backward()
@@ -386,6 +393,37 @@ def _tp_op(rank, device):
     # cannot flatten them.
     may_need = [("gemm", (B, M, K), Shard(1)), ("linear", (B, S, IN), Shard(1))]
     assert all(c in may_need for c in via_replicate), via_replicate
+
+    # What torch 2.11's all-gather of the uneven S = 3 shard above gives: a
+    # narrowed, non-contiguous local tensor under contiguous global strides.
+    # Its backward reshape is then a view the local tensor cannot take
+    # (RuntimeError "view size is not compatible ..."); replicate_contiguous
+    # repairs it.  Built by hand so every torch checks the repair.
+    x, w = rnd(B, S, IN), rnd(OUT, IN)
+    padded = torch.zeros(B, S + 1, IN, dtype=x.dtype, device=device)
+    padded[:, :S] = x
+    bad = DTensor.from_local(padded.narrow(1, 0, S), mesh, [R], run_check=False, shape=x.shape, stride=x.stride())
+    assert not bad.to_local().is_contiguous() and bad.stride() == x.stride()
+    X = bad.detach().requires_grad_()
+    fixed = replicate_contiguous(X)
+    assert fixed.placements == (R,) and fixed.to_local().is_contiguous()
+    assert fixed.to_local().stride() == fixed.stride()
+    W = _dt(w, mesh, R)
+    rx, rw = x.clone().requires_grad_(), w.clone().requires_grad_()
+    ref = torch.ops.tiled.linear(rx, rw)
+    out = torch.ops.tiled.linear(fixed, W)
+    torch.testing.assert_close(out.full_tensor(), ref, rtol=1e-12, atol=1e-12)
+    g = rnd(*ref.shape)
+    ref.backward(g)
+    (out.full_tensor() * g).sum().backward()
+    torch.testing.assert_close(X.grad.full_tensor(), rx.grad, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(W.grad.full_tensor(), rw.grad, rtol=1e-12, atol=1e-12)
+    # And on a sharded input the gradient comes back in the input's placement.
+    X = _dt(x, mesh, Shard(1))
+    out = torch.ops.tiled.linear(replicate_contiguous(X), _dt(w, mesh, R, requires_grad=False))
+    (out.full_tensor() * g).sum().backward()
+    assert X.grad.placements == (Shard(1),)
+    torch.testing.assert_close(X.grad.full_tensor(), rx.grad, rtol=1e-12, atol=1e-12)
 
     # Column-major operands (transposed views of sharded DTensors flip the shard dim).
     a, b = rnd(M, K), rnd(K, N)
@@ -432,7 +470,7 @@ def _tp_model(rank, device):
     from torch.distributed.tensor import DTensor, Shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
-    from torch_tiled_gemm.distributed import tensor_parallel_plan
+    from torch_tiled_gemm.distributed import optimizer_param_groups, tensor_parallel_plan
 
     mesh = mesh_for(device)
     ref_losses, ref_state = reference_run(device)
@@ -445,8 +483,14 @@ def _tp_model(rank, device):
     up, down = model.blocks[0].up, model.blocks[0].down
     assert isinstance(up, ttg.TiledLinear) and isinstance(up.weight, DTensor)
     assert up.weight.placements == (Shard(0),) and down.weight.placements == (Shard(1),)
+    # The Linears' parameters are now DTensors, the LayerNorms' plain tensors.
+    # The foreach optimizer kernels (torch's default on CUDA) refuse that mix:
+    # one parameter group per kind.  foreach=True so CPU runs check it too.
+    groups = optimizer_param_groups(model)
+    assert [all(isinstance(p, DTensor) for p in g["params"]) for g in groups] == [True, False]
+    assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
     xs, ys = make_data(device)  # every rank sees the full batch
-    losses = [l.item() for l in train(model, xs, ys)]
+    losses = [l.item() for l in train(model, xs, ys, params=groups, foreach=True)]
     assert losses == pytest.approx(ref_losses, rel=TOL, abs=TOL)
     assert_params_close(model, ref_state, TOL)
 

@@ -54,7 +54,18 @@ saves the operands as the caller passed them, before DTensor applies any
 strategy, so dropping the Shard(S) rows would only add a redistribution to
 the forward and still fail in the backward.  On such a torch, redistribute
 a sequence-sharded input to Replicate before the op when gradients are
-needed; docs/distributed.md says more.
+needed, with `replicate_contiguous(x)` rather than `x.redistribute(...)`:
+torch 2.11's all-gather of an unevenly sharded dim leaves a narrowed,
+non-contiguous local tensor under contiguous global metadata, so the
+backward's reshape becomes a view on the local tensor and fails ("view size
+is not compatible with input tensor's size and stride").
+docs/distributed.md says more.
+
+Optimizers: after parallelize_module, the Linears' parameters are DTensors
+and the rest (norms, embeddings not in the plan) plain tensors.  The foreach
+optimizer kernels (the default for CUDA parameters) refuse such a mix ("got
+mixed torch.Tensor and DTensor"); `optimizer_param_groups(model)` puts the
+two kinds in separate parameter groups, which keeps foreach.
 
 Importing this module never fails: without torch.distributed, or on a
 torch without register_sharding, `register_sharding_rules()` returns False.
@@ -72,7 +83,14 @@ from torch import nn
 
 from . import ops  # noqa: F401  (the ops must exist before rules are registered for them)
 
-__all__ = ["register_sharding_rules", "sharding_rules_registered", "install_lazy_registration", "tensor_parallel_plan"]
+__all__ = [
+    "register_sharding_rules",
+    "sharding_rules_registered",
+    "install_lazy_registration",
+    "tensor_parallel_plan",
+    "replicate_contiguous",
+    "optimizer_param_groups",
+]
 
 _lock = threading.RLock()  # re-entrant: the import below may run the hook, which registers
 _registered = False
@@ -294,6 +312,57 @@ def tensor_parallel_plan(
             else:
                 i += 1
     return plan
+
+
+# ---------------------------------------------------------------------------
+# Helpers for torch versions / optimizers
+
+
+def replicate_contiguous(t):
+    """DTensor `t` redistributed to Replicate on every mesh dim, its local tensor contiguous (differentiable).
+
+    The workaround for a sequence-sharded input on a torch whose DTensor
+    cannot flatten it in the backward (2.11): `tiled.linear(replicate_contiguous(x), w, b)`.
+    Plain `x.redistribute(mesh, [Replicate()])` is not enough there: for an
+    uneven shard, torch 2.11 un-pads the gathered tensor with a narrow, so the
+    local tensor is non-contiguous while the DTensor's global strides say
+    contiguous; the backward's reshape then decomposes to a view that the
+    local tensor cannot take.  Here the local tensor is made contiguous and
+    re-wrapped, so metadata and data agree.  The gradient flows back to `t`
+    in its own placements.  A plain tensor is returned unchanged.
+    """
+    from torch.distributed.tensor import DTensor, Replicate
+
+    if not isinstance(t, DTensor):
+        return t
+    mesh = t.device_mesh
+    placements = [Replicate()] * mesh.ndim
+    r = t.redistribute(mesh, placements)
+    local = r.to_local()
+    if local.is_contiguous() and tuple(local.stride()) == tuple(r.stride()):
+        return r
+    return DTensor.from_local(local.contiguous(), mesh, placements, run_check=False)
+
+
+def optimizer_param_groups(params, **group_options):
+    """Parameter groups for torch.optim that never mix DTensor and plain-tensor parameters.
+
+    `params` is a module or an iterable of parameters.  After
+    `parallelize_module`, parameters of layers in the plan are DTensors and
+    the others (norms, ...) plain tensors.  The foreach kernels that torch's
+    optimizers use by default for CUDA parameters raise "got mixed
+    torch.Tensor and DTensor" on such a list; one group per kind keeps each
+    foreach call homogeneous (and keeps foreach).  `group_options` (lr=...,
+    weight_decay=...) go into every group.  Empty groups are left out.
+    """
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(params, nn.Module):
+        params = params.parameters()
+    dtensors, plain = [], []
+    for p in params:
+        (dtensors if isinstance(p, DTensor) else plain).append(p)
+    return [dict(group_options, params=ps) for ps in (dtensors, plain) if ps]
 
 
 # Importing this module (torch_tiled_gemm/__init__.py does) arms the lazy registration.
