@@ -151,7 +151,7 @@ def main():
     p.add_argument("--depth", type=int, default=None)
     p.add_argument("--batch", type=int, default=8, help="global batch (sequences)")
     p.add_argument("--seq", type=int, default=None)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=1e-4)  # 1e-3 diverges at the GPU sizes (d 2048, hidden 8192)
     args = p.parse_args()
     gpu = args.backend == "nccl"
     # GPU defaults: 4 blocks of 2048 -> 8192 -> 2048, 8 x 512 tokens.  CPU: small.
