@@ -1,7 +1,7 @@
 // simt_fast: the ladder's last step (08_hilbert.cuh: warp-tiled, cp.async
 // multi-stage, named barriers, Hilbert block order) in the configuration
-// tuned for Hopper; what dispatch uses for strict fp32
-// (dtype == f32 && !allow_tf32).
+// tuned for Hopper; what dispatch uses for fp32 that the tensor-core kernel
+// does not take (strict fp32, and TF32-allowed problems too small to stage).
 //
 // Configuration (SimtFastCfg): 128 x 128 block tile, BK = 8, 4 warps (2 x 2)
 // of 64 x 64, 8 x 16 accumulators per thread, 4 cp.async stages (33.8 KB),
