@@ -4,11 +4,12 @@
 // first; gemm_cpu.cpp picks one at run time.  No include guard on purpose.
 //
 // The classic three-level blocking.
-//   * the output is cut into MC x NC blocks, one parallel task each
+//   * the output is cut into MT x NC blocks, one parallel task each
 //     (at::parallel_for), so no two threads write the same element and the
 //     result does not depend on the number of threads;
-//   * K is walked in KC slices; for each slice the task packs its A block
-//     into MR-row panels and its B block into NR-column panels, converted to
+//   * K is walked in KC slices; for each slice the task packs its B slice
+//     into NR-column panels once, then its rows MC at a time into MR-row
+//     panels of A (so B is packed M/MT times, not M/MC), both converted to
 //     the accumulator type, so the micro-kernel reads both with unit stride
 //     whatever the operands' layouts are;
 //   * an MR x NR micro-kernel keeps its accumulators in registers and the
@@ -23,7 +24,8 @@ namespace TILED_CPU_ISA {
 
 constexpr int64_t MR = 4;
 constexpr int64_t NR = 16;
-constexpr int64_t MC = 64;    // multiple of MR
+constexpr int64_t MC = 64;    // multiple of MR: rows of A packed at a time
+constexpr int64_t MT = 512;   // multiple of MC: most rows of one task, which reuse one packed B slice
 constexpr int64_t NC = 256;   // multiple of NR
 constexpr int64_t KC = 256;
 
@@ -39,15 +41,17 @@ inline double load<double, double>(const double* base, int64_t off) {
 template <typename T, typename Acc>
 struct Task {
   const GemmProblem& p;
+  const int64_t mt_rows;  // rows per task: MT, or fewer so that every thread gets work
   std::vector<Acc> a_pack, b_pack, c_acc;
 
   // Buffers sized for this problem's blocks, not the largest block: small
   // GEMMs (decode-style M) should not pay for allocating and zeroing 400 KB.
-  explicit Task(const GemmProblem& prob)
+  Task(const GemmProblem& prob, int64_t rows)
       : p(prob),
+        mt_rows(rows),
         a_pack(round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K)),
         b_pack(round_up(std::min(NC, prob.N), NR) * std::min(KC, prob.K)),
-        c_acc(round_up(std::min(MC, prob.M), MR) * NC) {}
+        c_acc(round_up(std::min(rows, prob.M), MR) * NC) {}
 
   static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -65,13 +69,13 @@ struct Task {
     }
   }
 
-  // c_acc[ip:ip+MR, jp:jp+NR] += Apanel * Bpanel
-  void micro(int64_t ip, int64_t jp, int64_t kc) {
+  // c_acc[row:row+MR, jp:jp+NR] += A panel ip (of the packed m-block) * B panel jp
+  void micro(int64_t ip, int64_t row, int64_t jp, int64_t kc) {
     const Acc* a = a_pack.data() + ip * kc;
     const Acc* b = b_pack.data() + jp * kc;
     Acc acc[MR][NR];
     for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) acc[i][j] = c_acc[(ip + i) * NC + jp + j];
+      for (int64_t j = 0; j < NR; ++j) acc[i][j] = c_acc[(row + i) * NC + jp + j];
     for (int64_t k = 0; k < kc; ++k) {
       const Acc* bk = b + k * NR;
       const Acc* ak = a + k * MR;
@@ -82,7 +86,7 @@ struct Task {
       }
     }
     for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) c_acc[(ip + i) * NC + jp + j] = acc[i][j];
+      for (int64_t j = 0; j < NR; ++j) c_acc[(row + i) * NC + jp + j] = acc[i][j];
   }
 
   void run_block(int64_t batch, int64_t m0, int64_t n0) {
@@ -90,18 +94,22 @@ struct Task {
     const T* B = static_cast<const T*>(p.b.ptr) + batch * p.b.batch_stride;
     T* C = static_cast<T*>(p.c) + batch * p.c_batch_stride;
     const T* bias = static_cast<const T*>(p.bias);
-    const int64_t mc = std::min(MC, p.M - m0), nc = std::min(NC, p.N - n0);
+    const int64_t mt = std::min(mt_rows, p.M - m0), nc = std::min(NC, p.N - n0);
     std::fill(c_acc.begin(), c_acc.end(), Acc(0));
     for (int64_t k0 = 0; k0 < p.K; k0 += KC) {
       const int64_t kc = std::min(KC, p.K - k0);
-      pack<MR>(A + m0 * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc,
-               a_pack.data());
+      // One packed B slice serves every m-block of the task.
       pack<NR>(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.col_stride, p.b.row_stride, nc, kc,
                b_pack.data());
-      for (int64_t ip = 0; ip < mc; ip += MR)
-        for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, jp, kc);
+      for (int64_t mb = 0; mb < mt; mb += MC) {
+        const int64_t mc = std::min(MC, mt - mb);
+        pack<MR>(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc,
+                 a_pack.data());
+        for (int64_t ip = 0; ip < mc; ip += MR)
+          for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, mb + ip, jp, kc);
+      }
     }
-    for (int64_t i = 0; i < mc; ++i) {
+    for (int64_t i = 0; i < mt; ++i) {
       T* crow = C + (m0 + i) * p.c_row_stride + n0;
       for (int64_t j = 0; j < nc; ++j) {
         Acc v = c_acc[i * NC + j];
@@ -114,16 +122,20 @@ struct Task {
 
 template <typename T, typename Acc>
 void run(const GemmProblem& p) {
-  const int64_t mblocks = (p.M + MC - 1) / MC, nblocks = (p.N + NC - 1) / NC;
+  const int64_t nblocks = (p.N + NC - 1) / NC;
+  // Fewer rows per task when there would be fewer than two tasks per thread.
+  int64_t rows = MT;
+  while (rows > MC && p.batch * ((p.M + rows - 1) / rows) * nblocks < 2 * at::get_num_threads()) rows /= 2;
+  const int64_t mblocks = (p.M + rows - 1) / rows;
   const int64_t tasks = p.batch * mblocks * nblocks;
-  // One block is MC*NC*K multiply-adds: let small problems stay on one thread.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, MC * NC * p.K / 64));
+  // A task is up to rows*NC*K multiply-adds: let small problems stay on one thread.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, rows * NC * p.K / 64));
   at::parallel_for(0, tasks, grain, [&](int64_t begin, int64_t end) {
-    Task<T, Acc> task(p);
+    Task<T, Acc> task(p, rows);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t batch = t / (mblocks * nblocks);
       const int64_t rem = t % (mblocks * nblocks);
-      task.run_block(batch, (rem / nblocks) * MC, (rem % nblocks) * NC);
+      task.run_block(batch, (rem / nblocks) * rows, (rem % nblocks) * NC);
     }
   });
 }
