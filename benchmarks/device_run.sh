@@ -109,4 +109,9 @@ if has ladder; then
   timeout ${LADDER_TIMEOUT:-300} $PY benchmarks/ladder.py --out "$OUT/results" >>"$LOG" 2>&1
   say "ladder rc=$?"
 fi
+if has sweep; then
+  say "sweep (${SWEEP_DTYPE:-bf16})"
+  timeout ${SWEEP_TIMEOUT:-300} $PY benchmarks/sweep.py --dtype "${SWEEP_DTYPE:-bf16}" --out "$OUT/results" >>"$LOG" 2>&1
+  say "sweep rc=$?"
+fi
 say "done"
