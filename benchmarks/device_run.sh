@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, full tests, benchmarks.  Stages are
-# picked with STAGES (default: all), so a long session can be split over two
+# picked with STAGES (default "build test bench ladder"; also sass, gdb,
+# sanitizer, dist, ab, cluster, sweep), so a long session can be split over two
 # calls on the same warm machine:
 #   STAGES="build test" bash benchmarks/device_run.sh
 #   STAGES="bench ladder" bash benchmarks/device_run.sh
