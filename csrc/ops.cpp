@@ -34,11 +34,22 @@ std::string gemm_kernel_name_cpu(const at::Tensor& a, const at::Tensor& b) {
 // The op is called through the dispatcher, so double backward records it
 // again.
 
+// gemm and linear share a signature: (tensor, tensor, optional bias).
+using GemmLikeSig = at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&);
+using GemmLike = GemmLikeSig*;
+
+c10::TypedOperatorHandle<GemmLikeSig> op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<GemmLikeSig>();
+}
+
 at::Tensor call_gemm(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("tiled::gemm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&)>();
+  static const auto op = op_handle("tiled::gemm");
   return op.call(a, b, bias);
+}
+
+at::Tensor call_linear(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  static const auto op = op_handle("tiled::linear");
+  return op.call(x, weight, bias);
 }
 
 at::Tensor as_matrix(const at::Tensor& t);
@@ -147,13 +158,6 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
     return {grad_x, grad_w, grad_b};
   }
 
-  static at::Tensor call_linear(const at::Tensor& x, const at::Tensor& weight,
-                                const std::optional<at::Tensor>& bias) {
-    static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("tiled::linear", "")
-                         .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&)>();
-    return op.call(x, weight, bias);
-  }
 };
 
 at::Tensor linear_autograd(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
@@ -166,8 +170,6 @@ at::Tensor linear_autograd(const at::Tensor& x, const at::Tensor& weight, const 
 // ---------------------------------------------------------------------------
 // Autocast: like aten::mm, run in the autocast dtype (a "lower precision
 // fp" op).
-
-using GemmLike = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&);
 
 template <c10::DispatchKey Key, c10::DeviceType Dev, GemmLike Op>
 at::Tensor autocast_lower(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
@@ -206,12 +208,12 @@ TORCH_LIBRARY_IMPL(tiled, Autograd, m) {
 
 TORCH_LIBRARY_IMPL(tiled, Autocast, m) {
   m.impl("gemm", &autocast_lower<c10::DispatchKey::AutocastCUDA, c10::DeviceType::CUDA, call_gemm>);
-  m.impl("linear", &autocast_lower<c10::DispatchKey::AutocastCUDA, c10::DeviceType::CUDA, LinearFunction::call_linear>);
+  m.impl("linear", &autocast_lower<c10::DispatchKey::AutocastCUDA, c10::DeviceType::CUDA, call_linear>);
 }
 
 TORCH_LIBRARY_IMPL(tiled, AutocastCPU, m) {
   m.impl("gemm", &autocast_lower<c10::DispatchKey::AutocastCPU, c10::DeviceType::CPU, call_gemm>);
-  m.impl("linear", &autocast_lower<c10::DispatchKey::AutocastCPU, c10::DeviceType::CPU, LinearFunction::call_linear>);
+  m.impl("linear", &autocast_lower<c10::DispatchKey::AutocastCPU, c10::DeviceType::CPU, call_linear>);
 }
 
 }  // namespace tiled
