@@ -6,6 +6,7 @@ covers the logic; the same tests run with NCCL when 2 GPUs are visible.  Each
 rank also trains the single-process nn.Linear reference on the full batch and
 compares losses and parameters after a few steps.
 """
+import importlib.util
 import os
 import subprocess
 import sys
@@ -69,33 +70,21 @@ def mesh_for(device):
     return init_device_mesh(device, (WORLD,))
 
 
-class Block(nn.Module):
-    """Transformer MLP block: x + down(gelu(up(norm(x))))."""
-
-    def __init__(self, d, hidden):
-        super().__init__()
-        self.norm = nn.LayerNorm(d)
-        self.up = nn.Linear(d, hidden)
-        self.down = nn.Linear(hidden, d)
-
-    def forward(self, x):
-        return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
+def _example_module():
+    """examples/train_distributed.py: the tests train the example's own model."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "train_distributed.py")
+    spec = importlib.util.spec_from_file_location("train_distributed_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-class MLPStack(nn.Module):
-    def __init__(self, d=32, hidden=64, depth=2):
-        super().__init__()
-        self.blocks = nn.ModuleList(Block(d, hidden) for _ in range(depth))
-
-    def forward(self, x):
-        for blk in self.blocks:
-            x = blk(x)
-        return x
+MLPStack = _example_module().MLPStack  # pre-norm MLP blocks: x + down(gelu(up(norm(x))))
 
 
 def make_model(device, tiled, seed=0):
     torch.manual_seed(seed)
-    model = MLPStack().to(device)
+    model = MLPStack(32, 64, 2).to(device)
     return ttg.swap_linear(model) if tiled else model
 
 
@@ -306,6 +295,26 @@ def _tp_op(rank, device):
     def rnd(*shape):
         return torch.randn(*shape, generator=gen, dtype=torch.float64).to(device)
 
+    def check(what, op, sharded, refs, ref, pout, grad_names, gather_first, tag):
+        """The op on DTensors against the unsharded op: output placement and
+        values, then every input's gradient.  `gather_first`: this torch's
+        DTensor cannot flatten the first input in the backward, so run the
+        backward on the documented workaround (replicate_contiguous)."""
+        out = op(*sharded)
+        assert isinstance(out, DTensor), what
+        assert out.placements == (pout,), f"{what}: got {out.placements}, want {pout}"
+        torch.testing.assert_close(out.full_tensor(), ref, rtol=1e-12, atol=1e-12, msg=lambda m: f"{what}: {m}")
+        if gather_first:
+            via_replicate.append(tag)
+            out = op(replicate_contiguous(sharded[0]), *sharded[1:])
+        g = rnd(*ref.shape)
+        ref.backward(g)
+        (out.full_tensor() * g).sum().backward()
+        for name, t, r in zip(grad_names, sharded, refs):
+            if t is not None:
+                torch.testing.assert_close(t.grad.full_tensor(), r.grad, rtol=1e-12, atol=1e-12,
+                                           msg=lambda m, name=name: f"{what} {name}: {m}")
+
     M, K, N, B = 6, 10, 8, 4
     S, IN, OUT = 3, 10, 8  # tiled::linear's cases
     # (a shape, b shape, a placement, b placement, bias placement or None (no bias), expected output placement)
@@ -334,59 +343,36 @@ def _tp_op(rank, device):
         ref = torch.ops.tiled.gemm(ref_a, ref_b, ref_bias)  # the unsharded op
         A, Bt = _dt(a, mesh, pa), _dt(b, mesh, pb)
         BI = None if bias is None else _dt(bias, mesh, pbias)
-        out = torch.ops.tiled.gemm(A, Bt, BI)
-        what = f"{a_shape}{pa} x {b_shape}{pb} + bias {pbias}"
-        assert isinstance(out, DTensor), what
-        assert out.placements == (pout,), f"{what}: got {out.placements}, want {pout}"
-        torch.testing.assert_close(out.full_tensor(), ref, rtol=1e-12, atol=1e-12, msg=lambda m: f"{what}: {m}")
-        # Backward: the C++ autograd calls tiled::gemm on transposed DTensor views.
-        if len(b_shape) == 2 and len(a_shape) == 3 and not _flattens(A):
-            via_replicate.append(("gemm", a_shape, pa))  # the shared-weight branch flattens a: gather it first
-            out = torch.ops.tiled.gemm(replicate_contiguous(A), Bt, BI)
-        g = rnd(*ref.shape)
-        ref.backward(g)
-        (out.full_tensor() * g).sum().backward()
-        torch.testing.assert_close(A.grad.full_tensor(), ref_a.grad, rtol=1e-12, atol=1e-12, msg=lambda m: f"{what} da: {m}")
-        torch.testing.assert_close(Bt.grad.full_tensor(), ref_b.grad, rtol=1e-12, atol=1e-12, msg=lambda m: f"{what} db: {m}")
-        if bias is not None:
-            torch.testing.assert_close(BI.grad.full_tensor(), ref_bias.grad, rtol=1e-12, atol=1e-12)
+        # The shared-weight backward branch flattens a: gather it first where it cannot.
+        gather = len(b_shape) == 2 and len(a_shape) == 3 and not _flattens(A)
+        check(f"{a_shape}{pa} x {b_shape}{pb} + bias {pbias}", torch.ops.tiled.gemm, (A, Bt, BI),
+              (ref_a, ref_b, ref_bias), ref, pout, ("da", "db", "dbias"), gather, ("gemm", a_shape, pa))
 
     # tiled::linear (what TiledLinear calls): x [..., in], weight [out, in], bias [out].
-    if hasattr(torch.ops.tiled, "linear"):
-        lcases = [
-            ((B, S, IN), OUT, R, R, R, R),
-            ((B, S, IN), OUT, Shard(0), R, R, Shard(0)),  # batch
-            ((B, S, IN), OUT, Shard(1), R, None, Shard(1)),  # sequence
-            ((B, S, IN), OUT, R, Shard(0), Shard(0), Shard(2)),  # ColwiseParallel
-            ((B, S, IN), OUT, R, Shard(0), None, Shard(2)),
-            ((B, S, IN), OUT, Shard(2), Shard(1), R, P),  # RowwiseParallel: bias once
-            ((B, S, IN), OUT, Shard(2), Shard(1), None, P),
-            ((M, IN), 7, Shard(1), Shard(1), R, P),  # 2-D x, uneven out
-            ((M, IN), 7, R, Shard(0), Shard(0), Shard(1)),
-            ((IN,), OUT, R, Shard(0), Shard(0), Shard(0)),  # 1-D x
-        ]
-        for x_shape, out_f, px, pw, pbias, pout in lcases:
-            x, w = rnd(*x_shape), rnd(out_f, x_shape[-1])
-            bias = None if pbias is None else rnd(out_f)
-            rx, rw = x.clone().requires_grad_(), w.clone().requires_grad_()
-            rb = None if bias is None else bias.clone().requires_grad_()
-            ref = torch.ops.tiled.linear(rx, rw, rb)
-            X, W = _dt(x, mesh, px), _dt(w, mesh, pw)
-            BI = None if bias is None else _dt(bias, mesh, pbias)
-            out = torch.ops.tiled.linear(X, W, BI)
-            what = f"linear {x_shape}{px} x W[{out_f},{x_shape[-1]}]{pw} + bias {pbias}"
-            assert out.placements == (pout,), f"{what}: got {out.placements}, want {pout}"
-            torch.testing.assert_close(out.full_tensor(), ref, rtol=1e-12, atol=1e-12, msg=lambda m: f"{what}: {m}")
-            if not _flattens(X):
-                via_replicate.append(("linear", x_shape, px))  # the backward flattens x and grad: gather x
-                out = torch.ops.tiled.linear(replicate_contiguous(X), W, BI)
-            g = rnd(*ref.shape)
-            ref.backward(g)
-            (out.full_tensor() * g).sum().backward()
-            torch.testing.assert_close(X.grad.full_tensor(), rx.grad, rtol=1e-12, atol=1e-12, msg=lambda m: f"{what} dx: {m}")
-            torch.testing.assert_close(W.grad.full_tensor(), rw.grad, rtol=1e-12, atol=1e-12, msg=lambda m: f"{what} dw: {m}")
-            if bias is not None:
-                torch.testing.assert_close(BI.grad.full_tensor(), rb.grad, rtol=1e-12, atol=1e-12)
+    lcases = [
+        ((B, S, IN), OUT, R, R, R, R),
+        ((B, S, IN), OUT, Shard(0), R, R, Shard(0)),  # batch
+        ((B, S, IN), OUT, Shard(1), R, None, Shard(1)),  # sequence
+        ((B, S, IN), OUT, R, Shard(0), Shard(0), Shard(2)),  # ColwiseParallel
+        ((B, S, IN), OUT, R, Shard(0), None, Shard(2)),
+        ((B, S, IN), OUT, Shard(2), Shard(1), R, P),  # RowwiseParallel: bias once
+        ((B, S, IN), OUT, Shard(2), Shard(1), None, P),
+        ((M, IN), 7, Shard(1), Shard(1), R, P),  # 2-D x, uneven out
+        ((M, IN), 7, R, Shard(0), Shard(0), Shard(1)),
+        ((IN,), OUT, R, Shard(0), Shard(0), Shard(0)),  # 1-D x
+    ]
+    for x_shape, out_f, px, pw, pbias, pout in lcases:
+        x, w = rnd(*x_shape), rnd(out_f, x_shape[-1])
+        bias = None if pbias is None else rnd(out_f)
+        rx, rw = x.clone().requires_grad_(), w.clone().requires_grad_()
+        rb = None if bias is None else bias.clone().requires_grad_()
+        ref = torch.ops.tiled.linear(rx, rw, rb)
+        X, W = _dt(x, mesh, px), _dt(w, mesh, pw)
+        BI = None if bias is None else _dt(bias, mesh, pbias)
+        # The backward flattens x and grad: gather x first where it cannot.
+        check(f"linear {x_shape}{px} x W[{out_f},{x_shape[-1]}]{pw} + bias {pbias}", torch.ops.tiled.linear,
+              (X, W, BI), (rx, rw, rb), ref, pout, ("dx", "dw", "dbias"), not _flattens(X),
+              ("linear", x_shape, px))
 
     # Only the sequence-sharded cases (a [B, M, K] on M with a 2-D b; x
     # [B, S, in] on S) may need the workaround, and only where DTensor
