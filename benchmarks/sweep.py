@@ -6,6 +6,8 @@
   N = 14336), NN.
 * misalignment sweep: 4096 + d for d in 0..8 on each of M, N, K (leading
   dimensions that are not multiples of 16 bytes).
+* odd shapes: sizes one off a power of two, primes, and tile counts that
+  leave the last wave mostly empty (1536x1536, 3000x5000).
 Same paired, interleaved protocol as the main benchmark; writes
 sweep-<gpu>-<date>-<commit>.json and a two-panel PNG.
 """
@@ -21,13 +23,20 @@ DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp3
 M_VALUES = [1, 2, 3, 4, 8, 16, 17, 31, 32, 64, 100, 128, 255, 256, 512, 777, 1024, 2048, 4096, 8192]
 
 
-def case(M, N, K, dname, device):
+ODD_SHAPES = [(4097, 4097, 4097), (8191, 4096, 4095), (4093, 4099, 4091), (2039, 6143, 1021),
+              (1536, 1536, 1536), (3000, 5000, 4096), (4096, 4096, 4095), (4095, 4095, 4095)]
+
+
+def case(M, N, K, dname, device, layout="NN"):
     torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
     a = torch.randn(M, K, device=device, dtype=DT[dname])
-    b = torch.randn(K, N, device=device, dtype=DT[dname])
+    if layout[1] == "T":  # B column-major: the weight of x @ W.T
+        b = torch.randn(N, K, device=device, dtype=DT[dname]).t()
+    else:
+        b = torch.randn(K, N, device=device, dtype=DT[dname])
     t_ours, t_torch, ratio = paired(lambda: torch.ops.tiled.gemm(a, b), lambda: torch.matmul(a, b), device)
     flops = 2.0 * M * N * K
-    return {"M": M, "N": N, "K": K, "dtype": dname, "ours_tflops": flops / t_ours / 1e9,
+    return {"M": M, "N": N, "K": K, "dtype": dname, "layout": layout, "ours_tflops": flops / t_ours / 1e9,
             "torch_tflops": flops / t_torch / 1e9, "ratio": ratio,
             "kernel": torch.ops.tiled.gemm_kernel_name(a, b)}
 
@@ -39,23 +48,28 @@ def main():
     args = p.parse_args()
     device = "cuda"
     info = env_info(device)
-    m_sweep = [case(M, N, 4096, args.dtype, device) for N in (4096, 14336) for M in M_VALUES]
+    m_sweep = [case(M, N, 4096, args.dtype, device, lay) for lay in ("NN", "NT") for N in (4096, 14336)
+               for M in M_VALUES]
+    odd = [case(M, N, K, args.dtype, device) for (M, N, K) in ODD_SHAPES]
     mis = []
     for d in range(9):
         for which in "MNK":
             s = {"M": 4096, "N": 4096, "K": 4096}
             s[which] += d
             mis.append(dict(case(s["M"], s["N"], s["K"], args.dtype, device), offset=d, dim=which))
-    info.update({"dtype": args.dtype, "m_sweep": m_sweep, "misalignment": mis})
+    info.update({"dtype": args.dtype, "m_sweep": m_sweep, "misalignment": mis, "odd": odd})
     os.makedirs(args.out, exist_ok=True)
     base = os.path.join(args.out, f"sweep-{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}")
     with open(base + ".json", "w") as f:
         json.dump(info, f, indent=1)
     for r in m_sweep:
-        print(f"M={r['M']:5d} N={r['N']:5d}  ours {r['ours_tflops']:7.1f}  torch {r['torch_tflops']:7.1f}  "
+        print(f"{r['layout']} M={r['M']:5d} N={r['N']:5d}  ours {r['ours_tflops']:7.1f}  torch {r['torch_tflops']:7.1f}  "
               f"ratio {r['ratio']:.2f}  {r['kernel']}")
     for r in mis:
         print(f"{r['dim']}+{r['offset']}  ratio {r['ratio']:.2f}  {r['kernel']}")
+    for r in odd:
+        print(f"{r['M']}x{r['N']}x{r['K']}  ours {r['ours_tflops']:7.1f}  torch {r['torch_tflops']:7.1f}  "
+              f"ratio {r['ratio']:.2f}  {r['kernel']}")
     try:
         import matplotlib
 
@@ -63,9 +77,11 @@ def main():
         import matplotlib.pyplot as plt
 
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-        for N in (4096, 14336):
-            rows = [r for r in m_sweep if r["N"] == N]
-            ax1.plot([r["M"] for r in rows], [r["ratio"] for r in rows], "o-", label=f"N=K={N}" if N == 4096 else f"N={N}, K=4096")
+        for lay in ("NN", "NT"):
+            for N in (4096, 14336):
+                rows = [r for r in m_sweep if r["N"] == N and r["layout"] == lay]
+                ax1.plot([r["M"] for r in rows], [r["ratio"] for r in rows], "o-",
+                         label=f"{lay} N={N}, K=4096")
         ax1.set_xscale("log", base=2)
         ax1.axhline(1.0, color="k", lw=1)
         ax1.set_xlabel("M")
