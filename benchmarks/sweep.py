@@ -45,21 +45,26 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dtype", default="bf16", choices=sorted(DT))
     p.add_argument("--out", default=os.path.join("benchmarks", "results"))
+    p.add_argument("--parts", default="m,mis,odd", help="comma list of m, mis, odd")
+    p.add_argument("--m-values", default=None, help="comma list of M for the M sweep")
+    p.add_argument("--tag", default="", help="suffix of the output file names")
     args = p.parse_args()
+    parts = set(args.parts.split(","))
+    m_values = [int(v) for v in args.m_values.split(",")] if args.m_values else M_VALUES
     device = "cuda"
     info = env_info(device)
     m_sweep = [case(M, N, 4096, args.dtype, device, lay) for lay in ("NN", "NT") for N in (4096, 14336)
-               for M in M_VALUES]
-    odd = [case(M, N, K, args.dtype, device) for (M, N, K) in ODD_SHAPES]
+               for M in m_values] if "m" in parts else []
+    odd = [case(M, N, K, args.dtype, device) for (M, N, K) in ODD_SHAPES] if "odd" in parts else []
     mis = []
-    for d in range(9):
+    for d in range(9 if "mis" in parts else 0):
         for which in "MNK":
             s = {"M": 4096, "N": 4096, "K": 4096}
             s[which] += d
             mis.append(dict(case(s["M"], s["N"], s["K"], args.dtype, device), offset=d, dim=which))
     info.update({"dtype": args.dtype, "m_sweep": m_sweep, "misalignment": mis, "odd": odd})
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"sweep-{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}")
+    base = os.path.join(args.out, f"sweep-{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}{args.tag}")
     with open(base + ".json", "w") as f:
         json.dump(info, f, indent=1)
     for r in m_sweep:
@@ -76,6 +81,8 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        if not m_sweep or not mis:
+            raise ImportError  # partial sweep: no plot
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
         for lay in ("NN", "NT"):
             for N in (4096, 14336):

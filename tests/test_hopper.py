@@ -20,6 +20,13 @@ pytestmark = pytest.mark.skipif(not IS_SM90, reason="needs a compute-capability 
 gemm = torch.ops.tiled.gemm
 
 
+@pytest.fixture(autouse=True)
+def _hopper_only(monkeypatch):
+    """These tests are about the sm_90a kernels: keep the small-M/N family
+    (tests/test_skinny.py) from taking their small shapes."""
+    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
+
+
 def kernel_name(a, b):
     """The tensor-core config that runs, without the staging prefix (an
     unaligned operand is copied to an aligned one first: "staged_b+sm90_...")."""

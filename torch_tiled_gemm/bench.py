@@ -95,7 +95,11 @@ def paired(ours, theirs, device, rounds=6):
 # environment
 
 def env_info(device):
+    # TILED_COMMIT wins: a snapshot of the tree (no .git of its own) may sit
+    # inside another checkout whose HEAD is not what was built.
     try:
+        if os.environ.get("TILED_COMMIT"):
+            raise LookupError
         commit = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
                                          stderr=subprocess.DEVNULL, cwd=os.path.dirname(__file__)).strip()
         dirty = subprocess.call(["git", "diff", "--quiet", "HEAD", "--", "csrc", "torch_tiled_gemm"],

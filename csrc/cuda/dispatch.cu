@@ -1,4 +1,6 @@
 // The one place that picks a kernel for a problem.  Order of preference:
+//   0. the small-M/N tensor-core kernel (bf16, fp16, min(M, N) <= 64): a
+//      stream of the big operand split over every SM;
 //   1. Hopper tensor cores (sm_90a): bf16, fp16, fp32 with allow_tf32;
 //   2. the fast fp32 SIMT kernel (the ladder's last step), for fp32 the tensor
 //      cores do not take;
@@ -42,9 +44,10 @@ bool disabled(const char* family) {
   return list.find(std::string(",") + family + ",") != std::string::npos;
 }
 
-enum class Family { hopper, simt_fast, simt_general };
+enum class Family { skinny, hopper, simt_fast, simt_general };
 
 Family choose(const GemmProblem& p, const DeviceInfo& dev) {
+  if (!disabled("skinny") && skinny_can_run(p, dev)) return Family::skinny;
   if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
   // fp32 the tensor cores did not take: strict fp32, or TF32 allowed but the
   // problem too small to stage / the GPU not a Hopper.  Allowing TF32 permits
@@ -113,8 +116,13 @@ StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
   return none;
 }
 
-const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
+  return choose(p, dev) == Family::skinny ? skinny_workspace_bytes(p, dev) : 0;
+}
+
+const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   switch (choose(p, dev)) {
+    case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
     case Family::hopper: return hopper_gemm(p, dev, stream);
     case Family::simt_fast: return simt_fast_gemm(p, dev, stream);
     case Family::simt_general: break;
@@ -124,6 +132,7 @@ const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t strea
 
 const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
+    case Family::skinny: return skinny_config_name(p, dev);
     case Family::hopper: return hopper_config_name(p, dev);
     case Family::simt_fast: return "simt_fast";
     case Family::simt_general: break;

@@ -24,7 +24,10 @@ struct DeviceInfo {
 // the problem.  They never throw and never touch torch.
 
 // Picks the fastest kernel that can take `p` on this device and launches it.
-const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+// `workspace` must hold gemm_workspace_bytes(p, dev) bytes (256-byte
+// aligned, only for this call's stream); nullptr when that is 0.
+const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace);
+size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 
 // Staging: when the tensor-core kernel cannot read an operand as it is (a
 // leading dimension or base pointer that breaks TMA's 16-byte rules, or an
@@ -63,6 +66,14 @@ const char* ladder_step_name(int step);
 // Fast strict-fp32 SIMT kernel (the ladder's last step, tuned for Hopper).
 bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev);
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+
+// Small M or small N (1..64), bf16/fp16 on sm_80+: mma.sync tiles of
+// BM x 128 with K split over the SMs and a deterministic reduction of the
+// slices' fp32 partials in a workspace (skinny/).
+bool skinny_can_run(const GemmProblem& p, const DeviceInfo& dev);
+size_t skinny_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
+const char* skinny_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace);
+const char* skinny_config_name(const GemmProblem& p, const DeviceInfo& dev);
 
 // Hopper (sm_90a) tensor-core kernels: bf16, fp16, and fp32 with allow_tf32.
 bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev);

@@ -80,7 +80,13 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
   g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
   const cuda::DeviceInfo& dev = device_info(a.get_device());
   stage_operands(g, dev);
-  const char* err = cuda::gemm(g.problem, dev, c10::cuda::getCurrentCUDAStream());
+  // Scratch a kernel may need (split-K partials), from the caching
+  // allocator: stream-ordered, and captured into graphs like any tensor.
+  const size_t ws_bytes = cuda::gemm_workspace_bytes(g.problem, dev);
+  at::Tensor ws;
+  if (ws_bytes > 0) ws = at::empty({static_cast<int64_t>(ws_bytes)}, a.options().dtype(at::kByte));
+  const char* err =
+      cuda::gemm(g.problem, dev, c10::cuda::getCurrentCUDAStream(), ws_bytes > 0 ? ws.data_ptr() : nullptr);
   TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return g.out;

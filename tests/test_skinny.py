@@ -1,0 +1,219 @@
+"""The small-M / small-N tensor-core kernel (csrc/cuda/skinny): bf16 and fp16
+with min(M, N) <= 64, K split over the SMs and reduced deterministically.
+
+Every block height (16, 32, 64), every layout, K slices forced and automatic,
+the swapped orientation (small N), batches, broadcast, bias, edges (M, N, K
+not multiples of the tiles, K < 8), padded views, and bit-identical repeats.
+Runs on sm_80 or newer.
+"""
+import pytest
+import torch
+
+import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
+from conftest import assert_close_rel, rand, reference, run_poisoned
+
+HAS_SM80 = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability >= 8.0 GPU")
+
+gemm = torch.ops.tiled.gemm
+HALF = [torch.bfloat16, torch.float16]
+TAG = {torch.bfloat16: "bf16", torch.float16: "f16"}
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+
+
+@pytest.fixture(autouse=True)
+def _defaults(monkeypatch):
+    monkeypatch.delenv("TILED_SKINNY_SPLITK", raising=False)
+    monkeypatch.delenv("TILED_SKINNY_MAXM", raising=False)
+
+
+def padded(values, ch):
+    """`values` ([..., rows, cols]) stored row-major ('N') or column-major
+    ('T') with the leading dimension rounded up to 8 elements (16 bytes), as
+    an allocator-friendly model would store it; the padding is NaN, so a read
+    past the extent poisons the result."""
+    rows, cols = values.shape[-2:]
+    t = values if ch == "N" else values.transpose(-1, -2)
+    inner = t.shape[-1]
+    store = torch.full(t.shape[:-1] + (-(-inner // 8) * 8,), float("nan"), dtype=t.dtype, device=t.device)
+    store[..., :inner] = t
+    view = store[..., :inner]
+    return view if ch == "N" else view.transpose(-1, -2)
+
+
+def operands(M, N, K, dtype, layout, seed, batch=None, ints=False):
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    lead = () if batch is None else (batch,)
+    if ints:  # exact in 16 bits and in fp32 accumulation: any wrong element shows
+        a = torch.randint(-2, 3, lead + (M, K), generator=gen, device="cuda").to(dtype)
+        b = torch.randint(-2, 3, lead + (K, N), generator=gen, device="cuda").to(dtype)
+    else:
+        a = rand(lead + (M, K), dtype, "cuda", gen)
+        b = rand(lead + (K, N), dtype, "cuda", gen)
+    return padded(a, layout[0]), padded(b, layout[1])
+
+
+def name(a, b):
+    return torch.ops.tiled.gemm_kernel_name(a, b)
+
+
+def expected_bm(small):
+    return 16 if small <= 16 else 32 if small <= 32 else 64
+
+
+def check(a, b, bias=None, exact=False):
+    M, N = a.shape[-2], b.shape[-1]
+    numel = M * N * (a.shape[0] if a.dim() == 3 else 1)
+    out, _ = run_poisoned(lambda: gemm(a, b, bias), numel, a.dtype, "cuda")
+    ref = reference(a, b, bias)
+    if exact:  # integer data: the float64 sum is exact, then one rounding to the dtype
+        ref = ref.to(a.dtype).double()
+        bad = (out.double() != ref).nonzero()
+        assert bad.numel() == 0, f"first wrong element at {bad[0].tolist()}: {out[tuple(bad[0])]} vs {ref[tuple(bad[0])]}"
+    else:
+        assert_close_rel(out, ref, a.dtype)
+    return out
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M", [1, 16, 17, 32, 33, 64])
+def test_exact_each_block_height(dtype, layout, M):
+    N, K = 300, 200  # 3 column tiles, the last partial; K = 3 k-blocks + 8
+    a, b = operands(M, N, K, dtype, layout, seed=M)
+    # (a 1-row A has no layout: it is reported row-major)
+    lay = ("n" if M == 1 else layout[0].lower()) + layout[1].lower()
+    assert name(a, b) == f"skinny_{TAG[dtype]}_{expected_bm(M)}x128_{lay}"
+    bias = torch.randint(-3, 4, (N,), device="cuda").to(dtype)
+    check(a, b, bias, exact=True)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("splits", ["1", "2", "3", "16"])
+def test_exact_forced_splits(monkeypatch, dtype, layout, splits):
+    monkeypatch.setenv("TILED_SKINNY_SPLITK", splits)
+    for M, N, K in [(7, 136, 1000), (40, 257, 520), (64, 128, 64)]:
+        a, b = operands(M, N, K, dtype, layout, seed=M + int(splits))
+        assert name(a, b).startswith("skinny_")
+        bias = torch.randint(-3, 4, (N,), device="cuda").to(dtype) if M % 2 else None
+        check(a, b, bias, exact=True)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_random_decode_shapes(dtype, layout):
+    """Automatic K split on model-sized shapes, random data, against float64."""
+    for M, N, K in [(1, 4096, 4096), (8, 14336, 4096), (16, 4096, 4096), (33, 1000, 3000), (64, 4096, 14336)]:
+        a, b = operands(M, N, K, dtype, layout, seed=N + M)
+        assert name(a, b).startswith("skinny_")
+        check(a, b, rand((N,), dtype, "cuda"))
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("K", [1, 5, 8, 63, 65, 129])
+def test_short_and_ragged_k(dtype, layout, K):
+    """K below one 16-byte chunk, and the last k-block partly past K."""
+    for M, N in [(3, 70), (20, 256)]:
+        a, b = operands(M, N, K, dtype, layout, seed=K + M, ints=True)
+        assert name(a, b).startswith("skinny_")
+        check(a, b, exact=True)
+    # the same shape with leading dimensions of exactly K (or M, N): not
+    # 16-byte aligned unless they are multiples of 8, then another kernel
+    a = rand((20, K), dtype, "cuda")
+    b = rand((K, 256), dtype, "cuda")
+    assert name(a, b).startswith("skinny_") == (K % 8 == 0)
+    check(a, b)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_small_n_swapped(dtype, layout):
+    """Small N (M large) runs the same kernels on C^T = B^T A^T, bias by row."""
+    for M, N, K in [(1000, 1, 256), (4096, 16, 4096), (777, 40, 520), (300, 64, 72)]:
+        a, b = operands(M, N, K, dtype, layout, seed=M + N, ints=True)
+        nm = name(a, b)
+        assert nm.startswith("skinny_") and nm.endswith("_swap"), nm
+        if N > 1:  # (a 1-column B has no layout)
+            assert nm.endswith(f"_{layout.lower()}_swap"), nm
+        bias = torch.randint(-3, 4, (N,), device="cuda").to(dtype)
+        check(a, b, bias, exact=True)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_batched_and_broadcast(monkeypatch, dtype, layout):
+    a, b = operands(12, 200, 136, dtype, layout, seed=5, batch=3, ints=True)
+    assert name(a, b).startswith("skinny_")
+    bias = torch.randint(-3, 4, (200,), device="cuda").to(dtype)
+    check(a, b, bias, exact=True)
+    monkeypatch.setenv("TILED_SKINNY_SPLITK", "3")  # per-batch partials
+    check(a, b, bias, exact=True)
+    monkeypatch.delenv("TILED_SKINNY_SPLITK")
+    # 2-D B broadcast against a batched A (folded into one tall GEMM or a
+    # zero batch stride, whichever the op picks), and a batched A against an
+    # expanded B with batch stride 0
+    b2 = b[0]
+    check(a, b2, exact=True)
+    b0 = b[:1].expand(3, -1, -1)
+    check(a, b0, exact=True)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_padded_and_offset_views(dtype):
+    """Leading dimensions larger than the extent (multiples of 8) and storage
+    offsets of 8 elements stay on the kernel; odd ones go elsewhere, correctly."""
+    g = torch.Generator(device="cuda")
+    g.manual_seed(3)
+    big_a = rand((40, 1048), dtype, "cuda", g)
+    big_b = rand((1040, 520), dtype, "cuda", g)
+    a, b = big_a[:33, 8:1008], big_b[16:1016, 8:392]
+    assert name(a, b).startswith("skinny_")
+    check(a, b)
+    a_odd = big_a[:33, 1:1001]
+    assert not name(a_odd, b).startswith("skinny_")
+    check(a_odd, b)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_deterministic(dtype):
+    """Same bits on every run, with the K split on (partials summed in order)."""
+    a, b = operands(16, 4096, 4096, dtype, "NT", seed=11)
+    first = gemm(a, b)
+    for _ in range(5):
+        assert torch.equal(gemm(a, b), first)
+
+
+def test_threshold_and_off_switch(monkeypatch):
+    a, b = operands(65, 4096, 256, torch.bfloat16, "NN", seed=1)
+    assert not name(a, b).startswith("skinny_")  # M = 65 is the Hopper kernel's
+    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
+    a, b = operands(16, 4096, 256, torch.bfloat16, "NN", seed=1)
+    assert not name(a, b).startswith("skinny_")
+    check(a, b)
+
+
+def test_float32_is_not_skinny():
+    a, b = operands(16, 256, 256, torch.float32, "NN", seed=2)
+    assert not name(a, b).startswith("skinny_")
+
+
+def test_cuda_graph_capture():
+    """The workspace comes from the caching allocator, so capture and replay work."""
+    a, b = operands(16, 4096, 1024, torch.bfloat16, "NT", seed=4)
+    eager = gemm(a, b)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        gemm(a, b)  # warm up on the capture stream
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = gemm(a, b)
+    a.copy_(a * 2)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, gemm(a, b))
+    assert not torch.equal(out, eager)
