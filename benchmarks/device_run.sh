@@ -29,6 +29,7 @@ if has build; then
   rc=$?
   grep -E "error|warning|ptxas info.*Compiling entry|registers|spill" "$OUT/build_full.log" \
     | grep -v "0 bytes spill stores, 0 bytes spill loads" | tail -150 >>"$LOG"
+  [ $rc -eq 0 ] || grep -B2 -A6 -E "error|FAILED" "$OUT/build_full.log" | head -80 >>"$LOG"
   rm -f "$OUT/build_full.log"
   say "build rc=$rc in $(( $(date +%s) - t0 )) s"
   nm -C torch_tiled_gemm/_C*.so | grep -E "_M_insert<long>" >>"$LOG"

@@ -28,6 +28,7 @@
 #include <cuda_fp16.h>
 #include <cstdint>
 
+#include "../simt/numeric.cuh"
 #include "skinny.h"
 
 namespace tiled {
@@ -254,8 +255,8 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
           const int row = m0 + mt * 16 + g + 8 * h, col = n0 + wn0 + nt * 8 + 2 * q + e;
           if (row >= p.M || col >= p.N) continue;
           float v = acc[mt][nt][2 * h + e];
-          if (bias) v += static_cast<float>(bias[p.bias_on_rows ? row : col]);
-          C[row * p.c_rs + col * p.c_cs] = static_cast<T>(v);
+          if (bias) v += to_acc<float>(bias[p.bias_on_rows ? row : col]);
+          C[row * p.c_rs + col * p.c_cs] = from_acc<T>(v);
         }
 }
 
@@ -272,8 +273,8 @@ __global__ void __launch_bounds__(256) skinny_reduce_kernel(Params p) {
     float v = 0.f;
     for (int s = 0; s < p.splits; ++s) v += ws[s * mn + i];
     const int row = static_cast<int>(i / p.N), col = static_cast<int>(i % p.N);
-    if (bias) v += static_cast<float>(bias[p.bias_on_rows ? row : col]);
-    C[row * p.c_rs + col * p.c_cs] = static_cast<T>(v);
+    if (bias) v += to_acc<float>(bias[p.bias_on_rows ? row : col]);
+    C[row * p.c_rs + col * p.c_cs] = from_acc<T>(v);
   }
 }
 
