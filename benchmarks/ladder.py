@@ -51,11 +51,15 @@ STEP_NAMES = {
     95: "128x128x16, 4 warps 8x16, 3 st",
     96: "sliced-K 64x64, 4 warps x k/4",
     97: "sliced-K 32x32, 4 warps x k/4",
+    98: "95 + staged 16-byte transposes",
+    100: "95, lean loop",
+    101: "95, lean loop + frag prefetch",
+    102: "lean + prefetch, BK 32",
 }
 DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97, 98]
 # Candidate comparison (paired against cuBLAS): (M, N, K, layouts, steps).
 CANDIDATE_CASES = [
-    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 90, 94, 95, 98]),
+    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 95, 98, 100, 101, 102]),
     (1024, 1024, 1024, ["NN"], [9, 90, 94, 95, 96, 97]),
     (128, 4096, 4096, ["NN"], [9, 90, 96, 97]),
     (16, 4096, 4096, ["NN"], [9, 90, 96, 97]),

@@ -24,8 +24,9 @@ CANDIDATES = [91, 92, 93]               # simt_fast tuning candidates: NN, align
 # large-problem candidates, 96/97 = sliced-K 64x64 / 32x32 (simt_fast's
 # mid-size and small-M/N configs), 98 = 95 with staged 16-byte copies of
 # K-contiguous operands (aligned operands only; else it runs 95's kernel:
-# test_staged_transpose_aligned below covers its own kernel).
-ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98]
+# test_staged_transpose_aligned below covers its own kernel), 100-102 = step
+# 95's tile with a lean main loop (fast-path copies for interior tiles).
+ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102]
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
@@ -236,6 +237,27 @@ def test_staged_transpose_batched():
         a2 = _mat(m, k, torch.float32, ta, gen=g).unsqueeze(0).expand(bsz, m, k)
         b2 = _mat(k, n, torch.float32, tb, batch=bsz, gen=g)
         _check(_run(a2, b2, 98), a2, b2)
+
+
+@pytest.mark.parametrize("step", [100, 101, 102])
+def test_lean_loop_batched_matches_step95(step):
+    """Steps 100-102 keep step 95's tile and FFMA order: the same bits, also
+    on batches and a broadcast operand whose interior blocks take the fast
+    copy path (132 x 260 has full 128 x 128 blocks)."""
+    g = _gen(800 + step)
+    bsz, m, n, k = 3, 132, 260, 100
+    for layout in LAYOUTS:
+        ta, tb = layout[0] == "T", layout[1] == "T"
+        a = _aligned(m, k, ta, g, batch=bsz)
+        b = _aligned(k, n, tb, g).unsqueeze(0).expand(bsz, k, n)
+        out = _run(a, b, step)
+        _check(out, a, b)
+        assert torch.equal(out, _run(a, b, 95)), "differs from step 95"
+        a2 = _mat(m, k, torch.float32, ta, gen=g).unsqueeze(0).expand(bsz, m, k)
+        b2 = _mat(k, n, torch.float32, tb, batch=bsz, gen=g)
+        out2 = _run(a2, b2, step)
+        _check(out2, a2, b2)
+        assert torch.equal(out2, _run(a2, b2, 95)), "differs from step 95"
 
 
 @pytest.mark.parametrize("step", [96, 97])

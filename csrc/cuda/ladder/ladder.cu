@@ -19,7 +19,12 @@
 //   97  sliced-K 32x32 tile, 4 warps on k quarters       simt_small.cu   (simt_fast: M or N <= 32)
 //   98  step 95 + 16-byte copies of K-contiguous operands, transposed
 //       through a staging buffer                        simt_tuning.cu  (all layouts)
-// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20 and 90..98 are
+//  100  step 95's tile, lean loop: fast-path copies for interior tiles,
+//       one __syncthreads per k-tile                     simt_tuning2.cu (all layouts)
+//  101  100 + fragments prefetched across k-tiles       simt_tuning2.cu (all layouts)
+//  102  101 with BK 32 (3 stages, 101 KB)               simt_tuning2.cu (all layouts)
+// (99 stays unused: tests/test_ladder.py probes it as an invalid step.)
+// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20, 90..98 and 100..102 are
 // extras for tests and benchmarks.  Any other number returns an error string.
 //
 // Steps 1-4 take float32, float64 (accumulating in double), float16 and
@@ -52,8 +57,11 @@ const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev,
     case 96: return ladder::run_simt_sliced_mid(p, dev, stream);
     case 97: return ladder::run_simt_sliced_small(p, dev, stream);
     case 98: return ladder::run_simt_bk16_staged(p, dev, stream);
+    case 100: return ladder::run_simt_lean(p, dev, stream);
+    case 101: return ladder::run_simt_lean_prefetch(p, dev, stream);
+    case 102: return ladder::run_simt_lean_bk32(p, dev, stream);
   }
-  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-98)";
+  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-98, 100-102)";
 }
 
 const char* ladder_step_name(int step) {
@@ -74,6 +82,9 @@ const char* ladder_step_name(int step) {
     case 96: return "sliced-K 64x64 tile, 4 warps x k/4";
     case 97: return "sliced-K 32x32 tile, 4 warps x k/4";
     case 98: return "128x128x16, 3 stages, 16-byte staged transpose of K-contiguous operands";
+    case 100: return "128x128x16, 3 stages, lean loop (fast-path copies, __syncthreads)";
+    case 101: return "128x128x16, 3 stages, lean loop + cross-k-tile fragment prefetch";
+    case 102: return "128x128x32, 3 stages, lean loop + cross-k-tile fragment prefetch";
     case 91:
     case 92:
     case 93: return ladder::simt_candidate_name(step - 90);

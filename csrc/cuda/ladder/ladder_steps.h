@@ -33,6 +33,12 @@ const char* run_simt_bk16(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // Step 98 (simt_tuning.cu): step 95 with 16-byte copies + staged transposition
 // for K-contiguous operands (falls back to step 95 when not 16-byte aligned).
 const char* run_simt_bk16_staged(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+// Steps 100-102 (simt_tuning2.cu): step 95's tile with a lean main loop
+// (interior fast-path copies, one __syncthreads per k-tile); 101 adds fragment
+// prefetch across k-tiles; 102 is 101 with BK 32.
+const char* run_simt_lean(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+const char* run_simt_lean_prefetch(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+const char* run_simt_lean_bk32(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
 // Steps 96, 97 (simt_small.cu): sliced-K 64 x 64 / 32 x 32 tiles, every
 // layout; simt_fast_gemm uses them for problems with few 128 x 128 tiles.
 const char* run_simt_sliced_mid(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
