@@ -81,8 +81,12 @@ def parse_sizes(text):
 
 
 def git_commit():
-    """Short commit for file names: git's HEAD where there is a repository,
-    else $TILED_COMMIT (the device script sets it), else "nocommit"."""
+    """Short commit for file names: $TILED_COMMIT when set (the device script
+    sets it: its snapshot may sit inside another checkout), else git's HEAD,
+    else "nocommit"."""
+    env = re.sub(r"[^A-Za-z0-9._-]+", "", os.environ.get("TILED_COMMIT", "").strip())
+    if env:
+        return env[:40]
     try:
         out = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"],
                                       stderr=subprocess.DEVNULL,
@@ -92,8 +96,7 @@ def git_commit():
             return out
     except Exception:
         pass
-    env = re.sub(r"[^A-Za-z0-9._-]+", "", os.environ.get("TILED_COMMIT", "").strip())
-    return env[:40] or "nocommit"
+    return "nocommit"
 
 
 def tflops(m, n, k, ms):

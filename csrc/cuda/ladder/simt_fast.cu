@@ -95,8 +95,11 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // Step 95 (k-tile 16, 3 stages: half the barriers per FMA) measured 0.839 /
 // 0.760 / 0.824 / 0.858x cuBLAS at 4096^3 NN/NT/TN/TT on an H200, against
 // 0.805 / 0.748 / 0.780 / 0.851x for the first 128 x 128 config (step 90).
+// Step 101 (step 95's tile, lean loop + fragments prefetched across k-tiles)
+// then measured 0.911 / 0.831 / 0.906 / 0.903x against step 95's 0.840 /
+// 0.761 / 0.825 / 0.861x in the same run (H200, e51d8da), and replaced it.
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
-                                          cudaStream_t) = &run_simt_bk16;
+                                          cudaStream_t) = &run_simt_lean_prefetch;
 
 enum class SimtPick { large, mid, small };
 SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
