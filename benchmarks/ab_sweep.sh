@@ -11,6 +11,6 @@ for v in ${AB:-}; do
   [ "$envs" = "-" ] && envs=""
   echo "=== ab $tag ($envs)"
   env $(echo "$envs" | tr ',' ' ') timeout ${AB_TIMEOUT:-240} $PY benchmarks/sweep.py --parts m \
-    ${M_VALUES:+--m-values $M_VALUES} --dtype "${SWEEP_DTYPE:-bf16}" --tag "-$tag" --out "$OUT/results" \
+    ${M_VALUES:+--m-values $M_VALUES} --dtype "${SWEEP_DTYPE:-bf16}" --tag="-$tag" --out "$OUT/results" \
     | grep -E "^N[NT] M="
 done
