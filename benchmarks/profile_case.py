@@ -61,7 +61,7 @@ def main():
         end.record()
         torch.cuda.synchronize()
         t_loop = start.elapsed_time(end) / 200
-        print(f"  {name:14s} flushed {t_flush * 1e3:7.1f} us ({mb / 1024 / (t_flush * 1e-3):5.2f} TiB/s of B)"
+        print(f"  {name:14s} flushed {t_flush * 1e3:7.1f} us ({mb / 1024 / (t_flush * 1e-3):5.0f} GiB/s of B)"
               f"   back-to-back {t_loop * 1e3:7.1f} us   (flushed again {t_warm * 1e3:7.1f})")
 
 

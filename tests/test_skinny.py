@@ -24,6 +24,7 @@ LAYOUTS = ["NN", "NT", "TN", "TT"]
 @pytest.fixture(autouse=True)
 def _defaults(monkeypatch):
     monkeypatch.delenv("TILED_SKINNY_SPLITK", raising=False)
+    monkeypatch.delenv("TILED_SKINNY_CLUSTER", raising=False)
     monkeypatch.delenv("TILED_SKINNY_MAXM", raising=False)
 
 
@@ -89,9 +90,13 @@ def test_exact_each_block_height(dtype, layout, M):
 
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("splits", ["1", "2", "3", "16"])
-def test_exact_forced_splits(monkeypatch, dtype, layout, splits):
+@pytest.mark.parametrize("splits", ["1", "2", "3", "8", "16"])
+@pytest.mark.parametrize("cluster", ["1", "0"], ids=["cluster", "workspace"])
+def test_exact_forced_splits(monkeypatch, dtype, layout, splits, cluster):
+    """S = 2, 4, 8 reduce through a cluster on sm_90 (or the workspace with
+    TILED_SKINNY_CLUSTER=0); other S always through the workspace."""
     monkeypatch.setenv("TILED_SKINNY_SPLITK", splits)
+    monkeypatch.setenv("TILED_SKINNY_CLUSTER", cluster)
     for M, N, K in [(7, 136, 1000), (40, 257, 520), (64, 128, 64)]:
         a, b = operands(M, N, K, dtype, layout, seed=M + int(splits), ints=True)
         assert name(a, b).startswith("skinny_")
@@ -149,8 +154,9 @@ def test_batched_and_broadcast(monkeypatch, dtype, layout):
     assert name(a, b).startswith("skinny_")
     bias = torch.randint(-3, 4, (200,), device="cuda").to(dtype)
     check(a, b, bias, exact=True)
-    monkeypatch.setenv("TILED_SKINNY_SPLITK", "3")  # per-batch partials
-    check(a, b, bias, exact=True)
+    for splits in ("3", "2"):  # per-batch partials: workspace, then cluster
+        monkeypatch.setenv("TILED_SKINNY_SPLITK", splits)
+        check(a, b, bias, exact=True)
     monkeypatch.delenv("TILED_SKINNY_SPLITK")
     # 2-D B broadcast against a batched A (folded into one tall GEMM or a
     # zero batch stride, whichever the op picks), and a batched A against an
@@ -175,6 +181,22 @@ def test_padded_and_offset_views(dtype):
     a_odd = big_a[:33, 1:1001]
     assert not name(a_odd, b).startswith("skinny_")
     check(a_odd, b)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cluster_and_workspace_agree_bitwise(monkeypatch, dtype, layout):
+    """Both reductions add the S partials in slice order from zero: same bits."""
+    for M, N, K in [(16, 4096, 4096), (64, 1000, 2048), (5, 300, 520)]:
+        a, b = operands(M, N, K, dtype, layout, seed=M + K)
+        bias = rand((N,), dtype, "cuda")
+        outs = []
+        for cluster in ("1", "0"):
+            monkeypatch.setenv("TILED_SKINNY_CLUSTER", cluster)
+            monkeypatch.setenv("TILED_SKINNY_SPLITK", "4")
+            outs.append(gemm(a, b, bias))
+        assert torch.equal(outs[0], outs[1])
+        assert_close_rel(outs[0], reference(a, b, bias), dtype)
 
 
 @pytest.mark.parametrize("dtype", HALF)

@@ -37,6 +37,18 @@ int forced_splits() {
   return v ? static_cast<int>(std::strtol(v, nullptr, 10)) : 0;
 }
 
+// Split reduction through clusters (sm_90a builds on a 9.0 GPU), unless
+// TILED_SKINNY_CLUSTER=0 asks for the workspace path.
+bool use_clusters(const DeviceInfo& dev) {
+#if defined(TILED_WITH_SM90A)
+  const char* v = std::getenv("TILED_SKINNY_CLUSTER");
+  return dev.sm_major == 9 && !(v && std::strcmp(v, "0") == 0);
+#else
+  (void)dev;
+  return false;
+#endif
+}
+
 // An operand the kernel can read: 16-byte aligned base, leading dimension
 // and batch stride multiples of 8 elements (cp.async copies 16 bytes).
 // `rows` is its extent along the non-unit stride.
@@ -92,18 +104,23 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   if (ceil_div(q.N, skinny::kBN) > 65535) return false;
   const int64_t k_blocks = ceil_div(q.K, skinny::kBK);
 
-  // K slices: fill the 2 CTAs per SM that fit, each slice >= 4 k-blocks,
-  // and keep the fp32 partials' traffic (written and read once) at most a
-  // quarter of B's bytes: 2 * S * 4 * M * N <= (K * N * 2) / 4.
+  // K slices: fill the 2 CTAs per SM that fit, each slice >= 4 k-blocks.
+  // On sm_90a the slices of a tile are a cluster reduced on chip, so S is a
+  // power of two <= 8 (the portable cluster size); elsewhere they go through
+  // a workspace, and S is also capped so that the fp32 partials' traffic
+  // (written and read once) stays under a quarter of B's bytes:
+  // 2 * S * 4 * M * N <= (K * N * 2) / 4.
+  q.cluster_reduce = use_clusters(dev);
   int splits = 1;
   const int forced = forced_splits();
   if (forced > 0) {
     splits = forced;
   } else {
     const int64_t slots = 2 * static_cast<int64_t>(std::max(dev.num_sms, 1));
-    const int64_t max_s = std::min<int64_t>({16, k_blocks / 4, std::max<int64_t>(1, q.K / (16 * q.M))});
+    const int64_t cap = q.cluster_reduce ? 8 : std::min<int64_t>(16, std::max<int64_t>(1, q.K / (16 * q.M)));
+    const int64_t max_s = std::min<int64_t>(cap, k_blocks / 4);
     double best = 0;
-    for (int64_t s = 1; s <= std::max<int64_t>(max_s, 1); ++s) {
+    for (int64_t s = 1; s <= std::max<int64_t>(max_s, 1); s = q.cluster_reduce ? 2 * s : s + 1) {
       const int64_t ctas = tiles * s;
       const double fill = static_cast<double>(ctas) / (ceil_div(ctas, slots) * slots);
       if (fill > best + 0.02) {
@@ -115,7 +132,9 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(splits, k_blocks)));
   q.k_blocks_per_split = static_cast<int>(ceil_div(k_blocks, splits));
   q.splits = static_cast<int>(ceil_div(k_blocks, q.k_blocks_per_split));  // no empty slice
-  if (static_cast<int64_t>(q.splits) * p.batch > 65535) return false;
+  // (a forced S that is not 2, 4 or 8 takes the workspace path)
+  if (q.splits != 2 && q.splits != 4 && q.splits != 8) q.cluster_reduce = false;
+  if (ceil_div(q.M, l.bm) * q.splits > kMaxInt) return false;
   return true;
 }
 
@@ -128,7 +147,7 @@ bool skinny_can_run(const GemmProblem& p, const DeviceInfo& dev) {
 
 size_t skinny_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
   Launch l;
-  if (!build(p, dev, l) || l.p.splits == 1) return 0;
+  if (!build(p, dev, l) || l.p.splits == 1 || l.p.cluster_reduce) return 0;
   return static_cast<size_t>(l.batch) * l.p.splits * static_cast<size_t>(l.p.M) * l.p.N * sizeof(float);
 }
 

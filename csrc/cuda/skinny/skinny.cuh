@@ -18,9 +18,14 @@
 //   * edges zero-filled by cp.async's source size (rows past M/N, the part
 //     of the last k-block past K).
 // With one K slice the epilogue adds the bias, casts and stores C.  With S
-// slices each CTA stores its fp32 partial tile to a workspace and a second
-// kernel sums the S partials in the fixed order 0..S-1 (the same bits on
-// every run), adds the bias and casts.
+// slices the partial tiles are summed in the fixed order 0..S-1 (the same
+// bits on every run), then bias and cast:
+//   * on sm_90, the S CTAs of a tile form a cluster: each leaves its fp32
+//     partial in its own shared memory and reduces 1/S of the tile by
+//     reading all S partials over distributed shared memory (one kernel,
+//     no workspace);
+//   * elsewhere each CTA stores its partial to a workspace and a second
+//     kernel reduces.
 //
 // Torch-free: pointers, sizes and strides in, see skinny.h.
 #pragma once
@@ -28,6 +33,7 @@
 #include <cuda_fp16.h>
 #include <cstdint>
 
+#include "../hopper/ptx.cuh"
 #include "../simt/numeric.cuh"
 #include "skinny.h"
 
@@ -138,9 +144,11 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
   extern __shared__ __align__(128) unsigned char smem[];
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * kBN;
-  const int split = blockIdx.z % p.splits;
-  const int64_t batch = blockIdx.z / p.splits;
+  // grid: x = m-tile * splits + split (a cluster is the S slices of a tile),
+  // y = n-tile, z = batch
+  const int split = blockIdx.x % p.splits;
+  const int m0 = (blockIdx.x / p.splits) * BM, n0 = blockIdx.y * kBN;
+  const int64_t batch = blockIdx.z;
   const int k_blocks = (p.K + kBK - 1) / kBK;
   const int kb0 = split * p.k_blocks_per_split;
   const int kb1 = min(kb0 + p.k_blocks_per_split, k_blocks);
@@ -222,6 +230,55 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
   // Accumulator (mt, nt, e): row mt*16 + lane/4 (+8 for e >= 2), column
   // wn0 + nt*8 + (lane%4)*2 + (e & 1).
   const int g = lane / 4, q = lane % 4;
+  T* C = static_cast<T*>(p.c) + batch * p.c_batch;
+  const T* bias = static_cast<const T*>(p.bias);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if (p.cluster_reduce) {
+    // Partial tile -> own shared memory (row stride kBN + 4 floats: 16-byte
+    // aligned rows, shifted banks), then CTA `split` of the cluster sums
+    // its 1/S of the tile's float4 groups over the S CTAs in rank order.
+    constexpr int LDR = kBN + 4;
+    static_assert(BM * LDR * 4 <= STAGES * kStageBytes, "partial tile must fit the pipeline buffers");
+    __syncthreads();  // every warp is done reading the pipeline buffers
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = mt * 16 + g + 8 * h, col = wn0 + nt * 8 + 2 * q;
+          sm90::st_shared_v2(base + (row * LDR + col) * 4, acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+        }
+    sm90::cluster_sync();  // all partials written, visible cluster-wide
+    constexpr int kGroups = BM * kBN / 4;
+    const int per = (kGroups + p.splits - 1) / p.splits;
+    const int end = min((split + 1) * per, kGroups);
+    for (int gi = split * per + tid; gi < end; gi += kThreads) {
+      const int row = gi / (kBN / 4), col = (gi % (kBN / 4)) * 4;
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int s = 0; s < p.splits; ++s) {
+        const float4 x = sm90::ld_shared_cluster_v4(base + (row * LDR + col) * 4, s);
+        v[0] += x.x;
+        v[1] += x.y;
+        v[2] += x.z;
+        v[3] += x.w;
+      }
+      const int r = m0 + row;
+      if (r < p.M) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int c = n0 + col + e;
+          if (c >= p.N) break;
+          float out = v[e];
+          if (bias) out += to_acc<float>(bias[p.bias_on_rows ? r : c]);
+          C[r * p.c_rs + c * p.c_cs] = from_acc<T>(out);
+        }
+      }
+    }
+    sm90::cluster_sync();  // no CTA leaves while a peer still reads its partial
+    return;
+  }
+#endif
   if (p.splits > 1) {
     float* ws = p.ws + (batch * p.splits + split) * static_cast<int64_t>(p.M) * p.N;
 #pragma unroll
@@ -242,8 +299,6 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
         }
     return;
   }
-  T* C = static_cast<T*>(p.c) + batch * p.c_batch;
-  const T* bias = static_cast<const T*>(p.bias);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll

@@ -39,6 +39,9 @@ struct Params {
   int k_blocks_per_split = 1;
   int splits = 1;
   bool bias_on_rows = false;
+  // splits > 1 on sm_90a: the S slices of a tile are one cluster and reduce
+  // through distributed shared memory (no workspace, no second kernel).
+  bool cluster_reduce = false;
 };
 
 // A launch: the block height, the operands' layouts and the grid.

@@ -18,8 +18,27 @@ const char* launch_tile(const Launch& l, cudaStream_t stream) {
   auto kernel = skinny_kernel<T, BM, stages_for(BM), AK, BK>;
   if (!raise_smem_limit(kernel, kSmem, raised)) return "skinny: cannot raise the shared-memory limit";
   const Params& p = l.p;
-  const dim3 grid((p.M + BM - 1) / BM, (p.N + kBN - 1) / kBN, l.batch * p.splits);
-  kernel<<<grid, kThreads, kSmem, stream>>>(p);
+  const dim3 grid(((p.M + BM - 1) / BM) * p.splits, (p.N + kBN - 1) / kBN, l.batch);
+  if (!p.cluster_reduce) {
+    kernel<<<grid, kThreads, kSmem, stream>>>(p);
+    return nullptr;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(p.splits);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = kSmem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, kernel, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "skinny: cluster launch failed";
+  }
   return nullptr;
 }
 
@@ -36,7 +55,7 @@ const char* launch(const Launch& l, cudaStream_t stream) {
                     : l.bm == 32 ? launch_bm<T, 32>(l, stream)
                     : l.bm == 64 ? launch_bm<T, 64>(l, stream)
                                  : "skinny: no such block height";
-  if (err || l.p.splits == 1) return err;
+  if (err || l.p.splits == 1 || l.p.cluster_reduce) return err;
   const int64_t mn = static_cast<int64_t>(l.p.M) * l.p.N;
   const int64_t blocks = (mn + 255) / 256;
   const dim3 grid(static_cast<unsigned>(blocks < 2048 ? blocks : 2048), l.batch);
