@@ -154,7 +154,7 @@ size_t skinny_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
 const char* skinny_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   Launch l;
   if (!build(p, dev, l)) return "skinny: problem not supported";
-  if (l.p.splits > 1 && workspace == nullptr) return "skinny: split-K needs a workspace";
+  if (l.p.splits > 1 && !l.p.cluster_reduce && workspace == nullptr) return "skinny: split-K needs a workspace";
   l.p.ws = static_cast<float*>(workspace);
   return p.dtype == DType::bf16 ? skinny::launch_bf16(l, stream) : skinny::launch_f16(l, stream);
 }
