@@ -104,35 +104,29 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   if (ceil_div(q.N, skinny::kBN) > 65535) return false;
   const int64_t k_blocks = ceil_div(q.K, skinny::kBK);
 
-  // K slices: fill the 2 CTAs per SM that fit, each slice >= 4 k-blocks.
-  // On sm_90a the slices of a tile are a cluster reduced on chip, so S is a
-  // power of two <= 8 (the portable cluster size); elsewhere they go through
-  // a workspace, and S is also capped so that the fp32 partials' traffic
-  // (written and read once) stays under a quarter of B's bytes:
-  // 2 * S * 4 * M * N <= (K * N * 2) / 4.
-  q.cluster_reduce = use_clusters(dev);
+  // K slices (measured on an H200, bf16, M <= 64, N in {4096, 14336}, see
+  // docs/skinny.md): about one CTA per SM is best, not two: S = the largest
+  // power of two <= 8 with tiles * S <= 1.2 * SMs, each slice >= 4 k-blocks.
+  // (N = 4096, M = 16: S = 4, 128 CTAs: 0.96-1.00x cuBLAS; S = 8 lost 20%,
+  // S = 1, 2 lost 15-50%.  N = 14336: S = 1, 112 CTAs.)  On sm_90a the
+  // slices of a tile with BM <= 32 are one cluster reduced on chip; BM = 64
+  // measured better through the workspace (0.77-0.80x vs 0.70-0.75x at
+  // N = 4096), as does any other GPU.
+  q.cluster_reduce = use_clusters(dev) && l.bm <= 32;
   int splits = 1;
   const int forced = forced_splits();
   if (forced > 0) {
     splits = forced;
   } else {
-    const int64_t slots = 2 * static_cast<int64_t>(std::max(dev.num_sms, 1));
-    const int64_t cap = q.cluster_reduce ? 8 : std::min<int64_t>(16, std::max<int64_t>(1, q.K / (16 * q.M)));
-    const int64_t max_s = std::min<int64_t>(cap, k_blocks / 4);
-    double best = 0;
-    for (int64_t s = 1; s <= std::max<int64_t>(max_s, 1); s = q.cluster_reduce ? 2 * s : s + 1) {
-      const int64_t ctas = tiles * s;
-      const double fill = static_cast<double>(ctas) / (ceil_div(ctas, slots) * slots);
-      if (fill > best + 0.02) {
-        best = fill;
-        splits = static_cast<int>(s);
-      }
-    }
+    const int64_t budget = std::max<int64_t>(1, (12 * static_cast<int64_t>(std::max(dev.num_sms, 1))) / 10);
+    while (splits < 8 && tiles * splits * 2 <= budget && k_blocks >= 4 * splits * 2) splits *= 2;
   }
   splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(splits, k_blocks)));
   q.k_blocks_per_split = static_cast<int>(ceil_div(k_blocks, splits));
   q.splits = static_cast<int>(ceil_div(k_blocks, q.k_blocks_per_split));  // no empty slice
-  // (a forced S that is not 2, 4 or 8 takes the workspace path)
+  // (a forced S that is not 2, 4 or 8 takes the workspace path; forcing S
+  // also forces the cluster reduction for BM = 64 unless TILED_SKINNY_CLUSTER=0)
+  if (forced > 0 && use_clusters(dev)) q.cluster_reduce = true;
   if (q.splits != 2 && q.splits != 4 && q.splits != 8) q.cluster_reduce = false;
   if (ceil_div(q.M, l.bm) * q.splits > kMaxInt) return false;
   return true;
