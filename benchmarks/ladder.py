@@ -55,11 +55,14 @@ STEP_NAMES = {
     100: "95, lean loop",
     101: "95, lean loop + frag prefetch",
     102: "lean + prefetch, BK 32",
+    103: "101 + K-contig operand along k",
+    104: "101 on 128x256, 8 warps, 1 blk/SM",
+    105: "103 on 128x256, 8 warps",
 }
 DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97, 98]
 # Candidate comparison (paired against cuBLAS): (M, N, K, layouts, steps).
 CANDIDATE_CASES = [
-    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 95, 98, 100, 101, 102]),
+    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 95, 101, 103, 104, 105]),
     (1024, 1024, 1024, ["NN"], [9, 90, 94, 95, 96, 97]),
     (128, 4096, 4096, ["NN"], [9, 90, 96, 97]),
     (16, 4096, 4096, ["NN"], [9, 90, 96, 97]),

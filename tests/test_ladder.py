@@ -25,8 +25,10 @@ CANDIDATES = [91, 92, 93]               # simt_fast tuning candidates: NN, align
 # mid-size and small-M/N configs), 98 = 95 with staged 16-byte copies of
 # K-contiguous operands (aligned operands only; else it runs 95's kernel:
 # test_staged_transpose_aligned below covers its own kernel), 100-102 = step
-# 95's tile with a lean main loop (fast-path copies for interior tiles).
-ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102]
+# 95's tile with a lean main loop (fast-path copies for interior tiles),
+# 103 = 101 with the K-contiguous operand kept along k in shared memory (16-byte
+# copies when aligned), 104 = 101 on a 128x256 block, 105 = 103 on 104's block.
+ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105]
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
@@ -239,11 +241,13 @@ def test_staged_transpose_batched():
         _check(_run(a2, b2, 98), a2, b2)
 
 
-@pytest.mark.parametrize("step", [100, 101, 102])
+@pytest.mark.parametrize("step", [100, 101, 102, 103, 104, 105])
 def test_lean_loop_batched_matches_step95(step):
-    """Steps 100-102 keep step 95's tile and FFMA order: the same bits, also
-    on batches and a broadcast operand whose interior blocks take the fast
-    copy path (132 x 260 has full 128 x 128 blocks)."""
+    """Steps 100-105 give every accumulator step 95's FFMAs in step 95's k
+    order (103-105 change the block tile, the thread tile for TT or the order
+    across accumulators only): the same bits, also on batches and a broadcast
+    operand whose interior blocks take the fast copy path (132 x 260 has full
+    128 x 128 and 128 x 256 blocks)."""
     g = _gen(800 + step)
     bsz, m, n, k = 3, 132, 260, 100
     for layout in LAYOUTS:
@@ -258,6 +262,27 @@ def test_lean_loop_batched_matches_step95(step):
         out2 = _run(a2, b2, step)
         _check(out2, a2, b2)
         assert torch.equal(out2, _run(a2, b2, 95)), "differs from step 95"
+
+
+@pytest.mark.parametrize("step", [103, 104, 105])
+@pytest.mark.parametrize("shape", [(4, 4, 4), (33, 31, 97), (65, 129, 17), (130, 67, 41),
+                                   (128, 256, 300), (257, 200, 63), (200, 257, 1000),
+                                   (129, 260, 45)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_along_k_aligned_matches_step95(step, shape):
+    """Steps 103/105 copy a 16-byte-aligned K-contiguous operand 4 k at a time
+    into the along-k layout: padded views of ragged sizes (partial chunks at
+    the k edge, rows past M / N, interior blocks with a partial last k-tile)
+    in the four layouts (TT: the 16 x 8 thread tile), bitwise equal to step
+    95.  104 rides along (128 x 256 block)."""
+    m, n, k = shape
+    g = _gen(900 + step + m + n + k)
+    for layout in LAYOUTS:
+        a = _aligned(m, k, layout[0] == "T", g)
+        b = _aligned(k, n, layout[1] == "T", g)
+        out = _run(a, b, step)
+        _check(out, a, b)
+        assert torch.equal(out, _run(a, b, 95)), f"{layout}: step {step} differs from step 95"
 
 
 @pytest.mark.parametrize("step", [96, 97])

@@ -23,8 +23,11 @@
 //       one __syncthreads per k-tile                     simt_tuning2.cu (all layouts)
 //  101  100 + fragments prefetched across k-tiles       simt_tuning2.cu (all layouts)
 //  102  101 with BK 32 (3 stages, 101 KB)               simt_tuning2.cu (all layouts)
+//  103  101 + K-contiguous operand kept along k in smem  simt_tuning3.cu (all layouts)
+//  104  101 on a 128x256 block, 8 warps, 1 block/SM     simt_tuning3.cu (all layouts)
+//  105  103 on 104's block                              simt_tuning3.cu (all layouts)
 // (99 stays unused: tests/test_ladder.py probes it as an invalid step.)
-// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20, 90..98 and 100..102 are
+// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20, 90..98 and 100..105 are
 // extras for tests and benchmarks.  Any other number returns an error string.
 //
 // Steps 1-4 take float32, float64 (accumulating in double), float16 and
@@ -60,8 +63,11 @@ const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev,
     case 100: return ladder::run_simt_lean(p, dev, stream);
     case 101: return ladder::run_simt_lean_prefetch(p, dev, stream);
     case 102: return ladder::run_simt_lean_bk32(p, dev, stream);
+    case 103: return ladder::run_simt_kc(p, dev, stream);
+    case 104: return ladder::run_simt_lean_wide(p, dev, stream);
+    case 105: return ladder::run_simt_kc_wide(p, dev, stream);
   }
-  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-98, 100-102)";
+  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-98, 100-105)";
 }
 
 const char* ladder_step_name(int step) {
@@ -85,6 +91,9 @@ const char* ladder_step_name(int step) {
     case 100: return "128x128x16, 3 stages, lean loop (fast-path copies, __syncthreads)";
     case 101: return "128x128x16, 3 stages, lean loop + cross-k-tile fragment prefetch";
     case 102: return "128x128x32, 3 stages, lean loop + cross-k-tile fragment prefetch";
+    case 103: return "101 + K-contiguous operand kept along k in smem (16-byte copies)";
+    case 104: return "101 on a 128x256x16 block, 8 warps, 1 block/SM";
+    case 105: return "128x256x16, 8 warps, K-contiguous operand kept along k";
     case 91:
     case 92:
     case 93: return ladder::simt_candidate_name(step - 90);

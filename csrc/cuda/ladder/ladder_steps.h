@@ -39,6 +39,12 @@ const char* run_simt_bk16_staged(const GemmProblem& p, const DeviceInfo& dev, cu
 const char* run_simt_lean(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
 const char* run_simt_lean_prefetch(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
 const char* run_simt_lean_bk32(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+// Steps 103-105 (simt_tuning3.cu): 101 with the K-contiguous operand kept
+// along k in shared memory (16-byte copies, no transposition); 101 on a
+// 128 x 256 block of 8 warps; both.
+const char* run_simt_kc(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+const char* run_simt_lean_wide(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+const char* run_simt_kc_wide(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
 // Steps 96, 97 (simt_small.cu): sliced-K 64 x 64 / 32 x 32 tiles, every
 // layout; simt_fast_gemm uses them for problems with few 128 x 128 tiles.
 const char* run_simt_sliced_mid(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
