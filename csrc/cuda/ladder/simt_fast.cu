@@ -98,8 +98,13 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // Step 101 (step 95's tile, lean loop + fragments prefetched across k-tiles)
 // then measured 0.911 / 0.831 / 0.906 / 0.903x against step 95's 0.840 /
 // 0.761 / 0.825 / 0.861x in the same run (H200, e51d8da), and replaced it.
+// Step 104 (step 101's loop on a 128 x 256 block of 8 warps) measured better
+// again at every shape tried (H200, 42c1a79, NN/NT): 4096^3 0.940/0.868 vs
+// 0.914/0.827, 2048^3 0.939/0.860 vs 0.904/0.838, 8192^3 0.952 vs 0.929,
+// 4096x14336x4096 0.944/0.872 vs 0.920/0.828, 4096x4096x14336 0.955/0.829
+// vs 0.915/0.799; TN/TT at 4096^3 0.927/0.923 vs 0.906/0.904.
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
-                                          cudaStream_t) = &run_simt_lean_prefetch;
+                                          cudaStream_t) = &run_simt_lean_wide;
 
 enum class SimtPick { large, mid, small };
 SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
@@ -124,7 +129,10 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
     case ladder::SimtPick::mid: return ladder::run_simt_sliced_mid(p, dev, stream);
     case ladder::SimtPick::large: break;
   }
-  return ladder::kSimtLargeConfig(p, dev, stream);
+  // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
+  // give it (the launcher says so before launching) takes step 101's.
+  if (ladder::kSimtLargeConfig(p, dev, stream) == nullptr) return nullptr;
+  return ladder::run_simt_lean_prefetch(p, dev, stream);
 }
 
 }  // namespace cuda

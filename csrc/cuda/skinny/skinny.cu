@@ -120,9 +120,10 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   } else {
     const int64_t budget = std::max<int64_t>(1, (12 * static_cast<int64_t>(std::max(dev.num_sms, 1))) / 10);
     while (splits < 8 && tiles * splits * 2 <= budget && k_blocks >= 4 * splits * 2) splits *= 2;
-    // A K-major B (x @ W.T) read by fewer, longer slices measured slower:
-    // N = 14336, M <= 16: 0.86-0.88x at S = 1 against 0.91-0.92x at S = 2.
-    if (q.cluster_reduce && l.b_kmajor && splits == 1 && k_blocks >= 16) splits = 2;
+    // A K-major B (x @ W.T) read by fewer, longer slices measured slower
+    // for BM = 16: N = 14336, M <= 16: 0.86-0.88x at S = 1 against
+    // 0.92-0.93x at S = 2 (but M = 32: 0.94x at S = 1, 0.89x at S = 2).
+    if (q.cluster_reduce && l.bm == 16 && l.b_kmajor && splits == 1 && k_blocks >= 16) splits = 2;
   }
   splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(splits, k_blocks)));
   q.k_blocks_per_split = static_cast<int>(ceil_div(k_blocks, splits));
