@@ -1,7 +1,8 @@
 """The small-M / small-N tensor-core kernel (csrc/cuda/skinny): bf16 and fp16
-with min(M, N) <= 64, K split over the SMs and reduced deterministically.
+with min(M, N) <= 128, K split over the SMs and reduced deterministically.
 
-Every block height (16, 32, 64), every layout, K slices forced and automatic,
+Every block height (16, 32, and 64 through TILED_SKINNY_BM), several row
+tiles (M > 32), every layout, K slices forced and automatic,
 the swapped orientation (small N), batches, broadcast, bias, edges (M, N, K
 not multiples of the tiles, K < 8), padded views, and bit-identical repeats.
 Runs on sm_80 or newer.
@@ -26,6 +27,7 @@ def _defaults(monkeypatch):
     monkeypatch.delenv("TILED_SKINNY_SPLITK", raising=False)
     monkeypatch.delenv("TILED_SKINNY_CLUSTER", raising=False)
     monkeypatch.delenv("TILED_SKINNY_MAXM", raising=False)
+    monkeypatch.delenv("TILED_SKINNY_BM", raising=False)
 
 
 def padded(values, ch):
@@ -60,7 +62,8 @@ def name(a, b):
 
 
 def expected_bm(small):
-    return 16 if small <= 16 else 32 if small <= 32 else 64
+    """Block height: 16 up to 16 rows, else 32-row tiles (several for M > 32)."""
+    return 16 if small <= 16 else 32
 
 
 def check(a, b, bias=None, exact=False):
@@ -79,7 +82,7 @@ def check(a, b, bias=None, exact=False):
 
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("M", [1, 16, 17, 32, 33, 64])
+@pytest.mark.parametrize("M", [1, 16, 17, 32, 33, 64, 100, 128])
 def test_exact_each_block_height(dtype, layout, M):
     N, K = 300, 200  # 3 column tiles, the last partial; K = 3 k-blocks + 8
     a, b = operands(M, N, K, dtype, layout, seed=M, ints=True)
@@ -137,7 +140,7 @@ def test_short_and_ragged_k(dtype, layout, K):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_small_n_swapped(dtype, layout):
     """Small N (M large) runs the same kernels on C^T = B^T A^T, bias by row."""
-    for M, N, K in [(1000, 1, 256), (4096, 16, 4096), (777, 40, 520), (300, 64, 72)]:
+    for M, N, K in [(1000, 1, 256), (4096, 16, 4096), (777, 40, 520), (300, 64, 72), (1000, 100, 264)]:
         a, b = operands(M, N, K, dtype, layout, seed=M + N, ints=True)
         nm = name(a, b)
         assert nm.startswith("skinny_") and nm.endswith("_swap"), nm
@@ -208,9 +211,22 @@ def test_deterministic(dtype):
         assert torch.equal(gemm(a, b), first)
 
 
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M", [33, 64, 100])
+def test_exact_block_height_64(monkeypatch, dtype, layout, M):
+    """TILED_SKINNY_BM=64 raises the block-height cap (64-row tiles)."""
+    monkeypatch.setenv("TILED_SKINNY_BM", "64")
+    a, b = operands(M, 300, 200, dtype, layout, seed=M + 64, ints=True)
+    assert name(a, b) == f"skinny_{TAG[dtype]}_64x128_{layout.lower()}"
+    check(a, b, torch.randint(-3, 4, (300,), device="cuda").to(dtype), exact=True)
+    monkeypatch.setenv("TILED_SKINNY_SPLITK", "2")
+    check(a, b, exact=True)
+
+
 def test_threshold_and_off_switch(monkeypatch):
-    a, b = operands(65, 4096, 256, torch.bfloat16, "NN", seed=1)
-    assert not name(a, b).startswith("skinny_")  # M = 65 is the Hopper kernel's
+    a, b = operands(129, 4096, 256, torch.bfloat16, "NN", seed=1)
+    assert not name(a, b).startswith("skinny_")  # M = 129 is the Hopper kernel's
     monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
     a, b = operands(16, 4096, 256, torch.bfloat16, "NN", seed=1)
     assert not name(a, b).startswith("skinny_")

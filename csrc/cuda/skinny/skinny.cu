@@ -28,7 +28,18 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // TILED_SKINNY_MAXM overrides it (0 turns the family off).
 int64_t max_small_dim() {
   if (const char* v = std::getenv("TILED_SKINNY_MAXM")) return std::strtol(v, nullptr, 10);
-  return 64;
+  return 128;
+}
+
+// Tallest block: 32 by default (M > 32 runs several 32-row tiles side by
+// side, reading B from HBM once and from L2 again); TILED_SKINNY_BM=64 (or
+// 16) changes the cap.
+int max_block_height() {
+  if (const char* v = std::getenv("TILED_SKINNY_BM")) {
+    const long bm = std::strtol(v, nullptr, 10);
+    return bm >= 64 ? 64 : bm >= 32 ? 32 : 16;
+  }
+  return 32;
 }
 
 // TILED_SKINNY_SPLITK=n forces n K slices (for measurements); unset: auto.
@@ -98,8 +109,8 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   if (p.batch > 65535) return false;
 
   // Block height: the smallest that covers M (rows past M are zero-filled
-  // and cost tensor-core time, not memory traffic).
-  l.bm = q.M <= 16 ? 16 : q.M <= 32 ? 32 : 64;
+  // and cost tensor-core time, not memory traffic), at most the cap.
+  l.bm = std::min(max_block_height(), q.M <= 16 ? 16 : q.M <= 32 ? 32 : 64);
   const int64_t tiles = ceil_div(q.M, l.bm) * ceil_div(q.N, skinny::kBN) * p.batch;
   if (ceil_div(q.N, skinny::kBN) > 65535) return false;
   const int64_t k_blocks = ceil_div(q.K, skinny::kBK);
