@@ -1,5 +1,5 @@
 // The one place that picks a kernel for a problem.  Order of preference:
-//   0. the small-M/N tensor-core kernel (bf16, fp16, min(M, N) <= 128): a
+//   0. the small-M/N tensor-core kernel (bf16, fp16, min(M, N) <= 64): a
 //      stream of the big operand split over every SM;
 //   1. Hopper tensor cores (sm_90a): bf16, fp16, fp32 with allow_tf32;
 //   2. the fast fp32 SIMT kernel (the ladder's last step), for fp32 the tensor

@@ -67,7 +67,7 @@ const char* ladder_step_name(int step);
 bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev);
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
 
-// Small M or small N (1..128), bf16/fp16 on sm_80+: mma.sync tiles of
+// Small M or small N (1..64), bf16/fp16 on sm_80+: mma.sync tiles of
 // BM x 128 with K split over the SMs and a deterministic reduction of the
 // slices' fp32 partials in a workspace (skinny/).
 bool skinny_can_run(const GemmProblem& p, const DeviceInfo& dev);

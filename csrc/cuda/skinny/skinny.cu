@@ -28,18 +28,20 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // TILED_SKINNY_MAXM overrides it (0 turns the family off).
 int64_t max_small_dim() {
   if (const char* v = std::getenv("TILED_SKINNY_MAXM")) return std::strtol(v, nullptr, 10);
-  return 128;
+  return 64;
 }
 
-// Tallest block: 32 by default (M > 32 runs several 32-row tiles side by
-// side, reading B from HBM once and from L2 again); TILED_SKINNY_BM=64 (or
-// 16) changes the cap.
+// Tallest block (TILED_SKINNY_BM=16|32|64, default 64); below M, several
+// row tiles run side by side and read B from HBM once, from L2 again.  Capping
+// at 32 measured worse (H200, b95e44b, bf16): M = 33-64 0.71-0.82x against
+// 0.77-0.89x with 64-row tiles, and M = 65-128 (limit 128) 0.41-0.60x
+// against the Hopper kernel's 0.63-0.97x.
 int max_block_height() {
   if (const char* v = std::getenv("TILED_SKINNY_BM")) {
     const long bm = std::strtol(v, nullptr, 10);
     return bm >= 64 ? 64 : bm >= 32 ? 32 : 16;
   }
-  return 32;
+  return 64;
 }
 
 // TILED_SKINNY_SPLITK=n forces n K slices (for measurements); unset: auto.
