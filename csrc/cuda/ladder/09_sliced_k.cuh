@@ -124,23 +124,14 @@ const char* launch_sliced(const GemmProblem& pr, const DeviceInfo& dev, cudaStre
   if (pr.dtype != DType::f32) return "sliced-K SIMT kernel supports float32 only";
   if (static_cast<size_t>(S::kSmemBytes) > dev.max_smem_per_block_optin)
     return "sliced-K SIMT kernel: needs more shared memory per block than this device has";
-  const int64_t tiles_m = ceil_div(pr.M, S::BM), tiles_n = ceil_div(pr.N, S::BN);
-  dim3 grid;
-  if (const char* e = make_grid(tiles_m * tiles_n, pr.batch, &grid)) return e;
-  const int panel = HilbertOrder::panel(tiles_m, tiles_n);
-  const Params<float> params = make_params<float>(pr);
-  const bool axc = !pr.a.row_major(), bxc = pr.b.row_major();
-  const bool vec = (!axc || operand_vec4_ok(pr.a, pr.batch)) &&
-                   (!bxc || operand_vec4_ok(pr.b, pr.batch));
-  return by_layout(axc, bxc, vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
+  TiledLaunch l;
+  if (const char* e = plan_tiled_launch<HilbertOrder>(pr, S::BM, S::BN, /*vec_all=*/false, &l)) return e;
+  return by_layout(l.axc, l.bxc, l.vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
     constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
     constexpr bool kV = decltype(vec_c)::value && (kA || kB);
-    auto kern = sliced_k_kernel<S, HilbertOrder, kA, kB, kV>;
     static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
-    if (!raise_smem_limit(kern, S::kSmemBytes, raised))
-      return "sliced-K SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed";
-    kern<<<grid, S::kThreads, S::kSmemBytes, stream>>>(params, tiles_m, tiles_n, panel);
-    return nullptr;
+    return l.launch(sliced_k_kernel<S, HilbertOrder, kA, kB, kV>, S::kThreads, S::kSmemBytes, raised, stream,
+                    "sliced-K SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed");
   });
 }
 

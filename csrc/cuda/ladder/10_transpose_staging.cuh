@@ -198,26 +198,20 @@ template <class C, class Order>
 const char* launch_staged(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
                           const char* f32_only_error) {
   if (pr.dtype != DType::f32) return f32_only_error;
-  const bool axc = !pr.a.row_major(), bxc = pr.b.row_major();
-  const bool aligned = operand_vec4_ok(pr.a, pr.batch) && operand_vec4_ok(pr.b, pr.batch);
-  if ((axc && bxc) || !aligned) return launch_pipelined<C, Order>(pr, dev, stream, f32_only_error);
-  const int64_t tiles_m = ceil_div(pr.M, C::BM), tiles_n = ceil_div(pr.N, C::BN);
-  dim3 grid;
-  if (const char* e = make_grid(tiles_m * tiles_n, pr.batch, &grid)) return e;
-  const int panel = Order::panel(tiles_m, tiles_n);
-  const Params<float> params = make_params<float>(pr);
+  TiledLaunch l;
+  if (const char* e = plan_tiled_launch<Order>(pr, C::BM, C::BN, /*vec_all=*/true, &l)) return e;
+  const bool axc = l.axc, bxc = l.bxc;
+  if ((axc && bxc) || !l.vec) return launch_pipelined<C, Order>(pr, dev, stream, f32_only_error);
   auto go = [&](auto axc_c, auto bxc_c) -> const char* {
     constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
     constexpr int kBytes = StagedSmem<C, kA, kB>::kBytes;
     if (static_cast<size_t>(kBytes) > dev.max_smem_per_block_optin)
       return "ladder step 98: needs more shared memory per block than this device has";
-    auto kern = staged_kernel<C, Order, kA, kB>;
     // One flag set per instantiation of this lambda (= per kernel): the
     // opt-in is per kernel and per device.
     static std::atomic<uint64_t> raised{0};
-    if (!raise_smem_limit(kern, kBytes, raised)) return "ladder step 98: cudaFuncSetAttribute(max dynamic smem) failed";
-    kern<<<grid, C::kThreads, kBytes, stream>>>(params, tiles_m, tiles_n, panel);
-    return nullptr;
+    return l.launch(staged_kernel<C, Order, kA, kB>, C::kThreads, kBytes, raised, stream,
+                    "ladder step 98: cudaFuncSetAttribute(max dynamic smem) failed");
   };
   using T_ = std::true_type;
   using F_ = std::false_type;

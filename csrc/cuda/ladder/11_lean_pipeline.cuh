@@ -248,23 +248,14 @@ const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream
   if (pr.dtype != DType::f32) return f32_only_error;
   if (static_cast<size_t>(C::kSmemBytes) > dev.max_smem_per_block_optin)
     return "lean SIMT kernel: needs more shared memory per block than this device has";
-  const int64_t tiles_m = ceil_div(pr.M, C::BM), tiles_n = ceil_div(pr.N, C::BN);
-  dim3 grid;
-  if (const char* e = make_grid(tiles_m * tiles_n, pr.batch, &grid)) return e;
-  const int panel = Order::panel(tiles_m, tiles_n);
-  const Params<float> params = make_params<float>(pr);
-  const bool axc = !pr.a.row_major(), bxc = pr.b.row_major();
-  const bool vec = (!axc || operand_vec4_ok(pr.a, pr.batch)) &&
-                   (!bxc || operand_vec4_ok(pr.b, pr.batch));
-  return by_layout(axc, bxc, vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
+  TiledLaunch l;
+  if (const char* e = plan_tiled_launch<Order>(pr, C::BM, C::BN, /*vec_all=*/false, &l)) return e;
+  return by_layout(l.axc, l.bxc, l.vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
     constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
     constexpr bool kV = decltype(vec_c)::value && (kA || kB);  // NT has no 16-byte copies
-    auto kern = lean_kernel<C, Order, kA, kB, kV, PREFETCH>;
     static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
-    if (!raise_smem_limit(kern, C::kSmemBytes, raised))
-      return "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed";
-    kern<<<grid, C::kThreads, C::kSmemBytes, stream>>>(params, tiles_m, tiles_n, panel);
-    return nullptr;
+    return l.launch(lean_kernel<C, Order, kA, kB, kV, PREFETCH>, C::kThreads, C::kSmemBytes, raised, stream,
+                    "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed");
   });
 }
 

@@ -269,14 +269,9 @@ const char* launch_kc(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t
                     C16x8::TN == 8,
                 "two thread tiles of one block tile");
   if (pr.dtype != DType::f32) return f32_only_error;
-  const int64_t tiles_m = ceil_div(pr.M, C8x16::BM), tiles_n = ceil_div(pr.N, C8x16::BN);
-  dim3 grid;
-  if (const char* e = make_grid(tiles_m * tiles_n, pr.batch, &grid)) return e;
-  const int panel = Order::panel(tiles_m, tiles_n);
-  const Params<float> params = make_params<float>(pr);
-  const bool axc = !pr.a.row_major(), bxc = pr.b.row_major();
-  const bool vec = operand_vec4_ok(pr.a, pr.batch) && operand_vec4_ok(pr.b, pr.batch);
-  return by_layout(axc, bxc, vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
+  TiledLaunch l;
+  if (const char* e = plan_tiled_launch<Order>(pr, C8x16::BM, C8x16::BN, /*vec_all=*/true, &l)) return e;
+  return by_layout(l.axc, l.bxc, l.vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
     constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
     constexpr bool kV = decltype(vec_c)::value;
     constexpr bool kTT = kA && !kB;  // only B is K-contiguous
@@ -285,12 +280,9 @@ const char* launch_kc(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t
     constexpr int kBytes = KcSmem<C, kKA, kKB>::kBytes;
     if (static_cast<size_t>(kBytes) > dev.max_smem_per_block_optin)
       return "along-k SIMT kernel: needs more shared memory per block than this device has";
-    auto kern = kc_kernel<C, Order, kA, kB, kV, kKA, kKB>;
     static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
-    if (!raise_smem_limit(kern, kBytes, raised))
-      return "along-k SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed";
-    kern<<<grid, C::kThreads, kBytes, stream>>>(params, tiles_m, tiles_n, panel);
-    return nullptr;
+    return l.launch(kc_kernel<C, Order, kA, kB, kV, kKA, kKB>, C::kThreads, kBytes, raised, stream,
+                    "along-k SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed");
   });
 }
 

@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -194,6 +195,45 @@ const char* by_layout(bool axc, bool bxc, bool vec, F&& f) {
   }
   if (bxc) return vec ? f(F_{}, T_{}, T_{}) : f(F_{}, T_{}, F_{});
   return vec ? f(F_{}, F_{}, T_{}) : f(F_{}, F_{}, F_{});
+}
+
+// Host: what every tiled f32 launcher works out before it picks a kernel
+// instance (steps 7 and later): the tile grid, the raster panel, the kernel
+// parameters, the layouts (axc: A column-major, bxc: B row-major) and whether
+// 16-byte copies are allowed.
+struct TiledLaunch {
+  int64_t tiles_m = 0, tiles_n = 0;
+  dim3 grid;
+  int panel = 0;
+  Params<float> params;
+  bool axc = false, bxc = false, vec = false;
+
+  // Raises `kern`'s shared-memory limit once per device (`raised` must belong
+  // to this one kernel, see smem_opt_in.h) and launches it.
+  template <class Kernel>
+  const char* launch(Kernel kern, int threads, int smem, std::atomic<uint64_t>& raised,
+                     cudaStream_t stream, const char* raise_failed) const {
+    if (!raise_smem_limit(kern, smem, raised)) return raise_failed;
+    kern<<<grid, threads, smem, stream>>>(params, tiles_m, tiles_n, panel);
+    return nullptr;
+  }
+};
+
+// vec_all: 16-byte copies need both operands aligned; otherwise only the
+// X-contiguous operands, the only ones copied 16 bytes at a time.
+template <class Order>
+const char* plan_tiled_launch(const GemmProblem& pr, int64_t bm, int64_t bn, bool vec_all,
+                              TiledLaunch* l) {
+  l->tiles_m = ceil_div(pr.M, bm);
+  l->tiles_n = ceil_div(pr.N, bn);
+  if (const char* e = make_grid(l->tiles_m * l->tiles_n, pr.batch, &l->grid)) return e;
+  l->panel = Order::panel(l->tiles_m, l->tiles_n);
+  l->params = make_params<float>(pr);
+  l->axc = !pr.a.row_major();
+  l->bxc = pr.b.row_major();
+  const bool a_ok = operand_vec4_ok(pr.a, pr.batch), b_ok = operand_vec4_ok(pr.b, pr.batch);
+  l->vec = vec_all ? (a_ok && b_ok) : ((!l->axc || a_ok) && (!l->bxc || b_ok));
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------
