@@ -59,7 +59,7 @@ STEP_NAMES = {
     104: "101 on 128x256, 8 warps, 1 blk/SM",
     105: "103 on 128x256, 8 warps",
 }
-DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97, 98]
+DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97, 98, 101, 104]
 # Candidate comparison (paired against cuBLAS): (M, N, K, layouts, steps).
 CANDIDATE_CASES = [
     (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 95, 101, 103, 104, 105]),
