@@ -6,12 +6,15 @@
 //      cores do not take;
 //   3. the general SIMT kernel, which takes anything.
 #include "dispatch.h"
+#include "autotune.h"
 #include "hopper/hopper.h"
+#include "settings.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace tiled {
 namespace cuda {
@@ -116,11 +119,14 @@ StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
   return none;
 }
 
-size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
+namespace {
+
+// The automatic choice under whatever settings are active (settings.h).
+size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   return choose(p, dev) == Family::skinny ? skinny_workspace_bytes(p, dev) : 0;
 }
 
-const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
+const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
     case Family::hopper: return hopper_gemm(p, dev, stream);
@@ -130,7 +136,7 @@ const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t strea
   return simt_general_gemm(p, dev, stream);
 }
 
-const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {
+const char* name_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_config_name(p, dev);
     case Family::hopper: return hopper_config_name(p, dev);
@@ -138,6 +144,102 @@ const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {
     case Family::simt_general: break;
   }
   return "simt_general";
+}
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;  // unknown: do not time anything
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Times every candidate on `stream` (1 warm-up + 3 timed runs each), returns
+// the fastest's index and its time per run; -1 when nothing ran.
+int time_candidates(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace,
+                    const std::vector<Settings>& cands, double* best_us) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (start) cudaEventDestroy(start);
+    return -1;
+  }
+  int best = -1;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    SettingsScope scope(&cands[i]);
+    if (workspace_untuned(p, dev) > 0 && workspace == nullptr) continue;
+    if (gemm_untuned(p, dev, stream, workspace) != nullptr || cudaGetLastError() != cudaSuccess) continue;
+    cudaEventRecord(start, stream);
+    bool ok = true;
+    for (int r = 0; r < 3 && ok; ++r) ok = gemm_untuned(p, dev, stream, workspace) == nullptr;
+    cudaEventRecord(stop, stream);
+    float ms = 0.f;
+    if (!ok || cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    const double us = 1000.0 * ms / 3;
+    if (best < 0 || us < *best_us) {
+      best = static_cast<int>(i);
+      *best_us = us;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+}  // namespace
+
+// With TILED_AUTOTUNE_CACHE set (autotune.h), the problem's class runs its
+// stored setting; an untuned class gets the largest workspace any candidate
+// needs and is timed on its first eager call.
+size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
+  const char* path = autotune::cache_path();
+  if (!path) return workspace_untuned(p, dev);
+  Settings chosen;
+  if (autotune::lookup(path, autotune::class_key(p, dev), &chosen)) {
+    SettingsScope scope(&chosen);
+    return workspace_untuned(p, dev);
+  }
+  size_t most = 0;
+  for (const Settings& c : autotune::candidates(p)) {
+    SettingsScope scope(&c);
+    most = std::max(most, workspace_untuned(p, dev));
+  }
+  return most;
+}
+
+const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
+  const char* path = autotune::cache_path();
+  if (!path) return gemm_untuned(p, dev, stream, workspace);
+  const std::string key = autotune::class_key(p, dev);
+  Settings chosen;
+  if (!autotune::lookup(path, key, &chosen)) {
+    const std::vector<Settings> cands = autotune::candidates(p);
+    if (cands.size() < 2 || capturing(stream)) return gemm_untuned(p, dev, stream, workspace);
+    double us = 0;
+    const int best = time_candidates(p, dev, stream, workspace, cands, &us);
+    if (best < 0) return gemm_untuned(p, dev, stream, workspace);
+    chosen = autotune::store(path, key, cands[best], us);
+  }
+  // The output comes from one run of the chosen setting (the timed runs of
+  // the other candidates wrote it too, with other rounding).
+  SettingsScope scope(&chosen);
+  if (workspace == nullptr && workspace_untuned(p, dev) > 0)
+    return "autotune: the stored setting needs a workspace that was not allocated (cache file changed?)";
+  return gemm_untuned(p, dev, stream, workspace);
+}
+
+const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {
+  const char* path = autotune::cache_path();
+  Settings chosen;
+  if (path && autotune::lookup(path, autotune::class_key(p, dev), &chosen)) {
+    SettingsScope scope(&chosen);
+    return name_untuned(p, dev);
+  }
+  return name_untuned(p, dev);
 }
 
 }  // namespace cuda

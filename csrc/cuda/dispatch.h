@@ -17,6 +17,7 @@ struct DeviceInfo {
   int num_sms = 0;
   size_t max_smem_per_block_optin = 0;  // bytes a block may ask for after cudaFuncSetAttribute
   size_t l2_bytes = 0;
+  char name[128] = {};  // e.g. "NVIDIA H200" (the autotuning cache's key)
 };
 
 // Launchers return nullptr on success (the launch was enqueued; the caller

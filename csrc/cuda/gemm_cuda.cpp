@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include <cstdio>
 #include <mutex>
 #include <vector>
 
@@ -33,6 +34,7 @@ const cuda::DeviceInfo& device_info(int device) {
     info->num_sms = prop->multiProcessorCount;
     info->max_smem_per_block_optin = prop->sharedMemPerBlockOptin;
     info->l2_bytes = prop->l2CacheSize;
+    std::snprintf(info->name, sizeof(info->name), "%s", prop->name);
     cache[device] = std::move(info);
   }
   return *cache[device];

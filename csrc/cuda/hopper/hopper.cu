@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../dispatch.h"
+#include "../settings.h"
 #include "hopper.h"
 
 namespace tiled {
@@ -66,12 +67,12 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // tiles.  Environment overrides, read per call so tests and benchmarks can
   // flip them: TILED_SM90_SCHEDULE=cooperative|pingpong, TILED_SM90_CLUSTER=1|2.
   const int64_t tiles128 = tm * ceil_div(p.N, 128) * p.batch;
-  const char* sched = std::getenv("TILED_SM90_SCHEDULE");
+  const char* sched = setting("TILED_SM90_SCHEDULE");
   // TILED_SM90_SMALLM=1 (opt-in, not yet measured): cooperative consumer
   // warpgroups skip the math of 64-row slabs wholly past M (for M <= 64 the
   // tensor cores do half the work), and M <= 64 stays cooperative instead of
   // the automatic ping-pong (which computes all 128 rows of every tile).
-  const char* smallm = std::getenv("TILED_SM90_SMALLM");
+  const char* smallm = setting("TILED_SM90_SMALLM");
   c.skip_idle_slabs = smallm && std::strcmp(smallm, "1") == 0;
   const bool auto_pp = p.dtype != DType::f32 && tiles128 >= 2 * sms && !(c.skip_idle_slabs && p.M <= 64);
   const bool pp = sched && std::strcmp(sched, "pingpong") == 0     ? true
@@ -84,7 +85,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // 2-CTA clusters with B multicast (16-bit types, 128x256 cooperative or
   // 128x128 ping-pong, >= 2 tile rows): on with the automatic ping-pong
   // schedule, otherwise only when TILED_SM90_CLUSTER=2.
-  const char* env = std::getenv("TILED_SM90_CLUSTER");
+  const char* env = setting("TILED_SM90_CLUSTER");
   const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (pp && !sched);
   if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
     c.cluster = 2;
@@ -93,7 +94,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // clusters-along-M take precedence).  auto: the largest S in {8, 4, 2}
   // with tiles * S <= SMs and >= 2 k-blocks per CTA; a number forces S
   // (lowered to fit the k-block count), whatever the tile count.
-  const char* sk = std::getenv("TILED_SM90_SPLITK");
+  const char* sk = setting("TILED_SM90_SPLITK");
   if (sk && sk[0] != '\0' && std::strcmp(sk, "0") != 0 && !c.pingpong && c.cluster == 1) {
     const int64_t tiles128 = tm * ceil_div(p.N, 128) * p.batch;
     const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);
@@ -118,7 +119,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
     }
   }
   // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
-  if (const char* g = std::getenv("TILED_SM90_GROUPM")) {
+  if (const char* g = setting("TILED_SM90_GROUPM")) {
     const long v = std::strtol(g, nullptr, 10);
     if (v >= 1 && v <= 64) c.group_m = static_cast<int>(v);
   }

@@ -7,6 +7,8 @@
 // swapped, with the bias indexed by row.  Nothing is copied.
 #include "skinny.h"
 
+#include "../settings.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -27,7 +29,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // docs/skinny.md): the skinny kernel takes min(M, N) up to this.
 // TILED_SKINNY_MAXM overrides it (0 turns the family off).
 int64_t max_small_dim() {
-  if (const char* v = std::getenv("TILED_SKINNY_MAXM")) return std::strtol(v, nullptr, 10);
+  if (const char* v = setting("TILED_SKINNY_MAXM")) return std::strtol(v, nullptr, 10);
   return 64;
 }
 
@@ -37,7 +39,7 @@ int64_t max_small_dim() {
 // 0.77-0.89x with 64-row tiles, and M = 65-128 (limit 128) 0.41-0.60x
 // against the Hopper kernel's 0.63-0.97x.
 int max_block_height() {
-  if (const char* v = std::getenv("TILED_SKINNY_BM")) {
+  if (const char* v = setting("TILED_SKINNY_BM")) {
     const long bm = std::strtol(v, nullptr, 10);
     return bm >= 64 ? 64 : bm >= 32 ? 32 : 16;
   }
@@ -46,7 +48,7 @@ int max_block_height() {
 
 // TILED_SKINNY_SPLITK=n forces n K slices (for measurements); unset: auto.
 int forced_splits() {
-  const char* v = std::getenv("TILED_SKINNY_SPLITK");
+  const char* v = setting("TILED_SKINNY_SPLITK");
   return v ? static_cast<int>(std::strtol(v, nullptr, 10)) : 0;
 }
 
@@ -54,7 +56,7 @@ int forced_splits() {
 // TILED_SKINNY_CLUSTER=0 asks for the workspace path.
 bool use_clusters(const DeviceInfo& dev) {
 #if defined(TILED_WITH_SM90A)
-  const char* v = std::getenv("TILED_SKINNY_CLUSTER");
+  const char* v = setting("TILED_SKINNY_CLUSTER");
   return dev.sm_major == 9 && !(v && std::strcmp(v, "0") == 0);
 #else
   (void)dev;
