@@ -28,6 +28,7 @@ def _defaults(monkeypatch):
     monkeypatch.delenv("TILED_SKINNY_CLUSTER", raising=False)
     monkeypatch.delenv("TILED_SKINNY_MAXM", raising=False)
     monkeypatch.delenv("TILED_SKINNY_BM", raising=False)
+    monkeypatch.delenv("TILED_SKINNY_DEEP", raising=False)
 
 
 def padded(values, ch):
@@ -199,6 +200,28 @@ def test_cluster_and_workspace_agree_bitwise(monkeypatch, dtype, layout):
             outs.append(gemm(a, b, bias))
         assert torch.equal(outs[0], outs[1])
         assert_close_rel(outs[0], reference(a, b, bias), dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M", [1, 17, 33, 64])
+def test_deep_pipeline_same_bits(monkeypatch, dtype, layout, M):
+    """TILED_SKINNY_DEEP=1 (7 stages) changes only how far the copies run
+    ahead: exact on integers, and the same bits as the default depth on
+    random data, with no split, a cluster split and a workspace split."""
+    for splits, cluster in (("1", "1"), ("2", "1"), ("3", "0")):
+        monkeypatch.setenv("TILED_SKINNY_SPLITK", splits)
+        monkeypatch.setenv("TILED_SKINNY_CLUSTER", cluster)
+        a, b = operands(M, 520, 1000, dtype, layout, seed=M + 7)
+        bias = rand((520,), dtype, "cuda")
+        monkeypatch.delenv("TILED_SKINNY_DEEP", raising=False)
+        shallow = gemm(a, b, bias)
+        monkeypatch.setenv("TILED_SKINNY_DEEP", "1")
+        assert name(a, b).startswith("skinny_")
+        assert torch.equal(gemm(a, b, bias), shallow)
+        ai, bi = operands(M, 520, 1000, dtype, layout, seed=M + 8, ints=True)
+        check(ai, bi, exact=True)
+        monkeypatch.delenv("TILED_SKINNY_DEEP")
 
 
 @pytest.mark.parametrize("dtype", HALF)

@@ -90,6 +90,8 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     out.push_back({{"TILED_SKINNY_MAXM", "128"}});
     for (const char* s : {"1", "2", "4", "8"}) out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_SPLITK", s}});
     out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_CLUSTER", "0"}});
+    out.push_back({{"TILED_SKINNY_DEEP", "1"}});
+    out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_DEEP", "1"}});
   }
   if (std::min(p.M, p.N) > 64) {
     // The Hopper kernel's schedules (ignored where the problem goes elsewhere).

@@ -52,6 +52,12 @@ int forced_splits() {
   return v ? static_cast<int>(std::strtol(v, nullptr, 10)) : 0;
 }
 
+// TILED_SKINNY_DEEP=1: the 7-stage pipeline (opt-in until measured).
+bool deep_pipeline() {
+  const char* v = setting("TILED_SKINNY_DEEP");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 // Split reduction through clusters (sm_90a builds on a 9.0 GPU), unless
 // TILED_SKINNY_CLUSTER=0 asks for the workspace path.
 bool use_clusters(const DeviceInfo& dev) {
@@ -148,6 +154,8 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   if (forced > 0 && use_clusters(dev)) q.cluster_reduce = true;
   if (q.splits != 2 && q.splits != 4 && q.splits != 8) q.cluster_reduce = false;
   if (ceil_div(q.M, l.bm) * q.splits > kMaxInt) return false;
+  l.deep = deep_pipeline() &&
+           static_cast<size_t>(skinny::smem_bytes(l.bm, true)) <= dev.max_smem_per_block_optin;
   return true;
 }
 

@@ -18,9 +18,12 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
 // Pipeline depth per block height: two CTAs fit on an SM in every case
-// (5 x 18 KB, 5 x 20 KB, 4 x 24 KB), so ~150-200 KB of B is in flight per SM.
-constexpr int stages_for(int bm) { return bm <= 32 ? 5 : 4; }
-constexpr int smem_bytes(int bm) { return stages_for(bm) * (bm + kBN) * kBK * 2; }
+// (5 x 18 KB, 5 x 20 KB, 4 x 24 KB).  The "deep" variant (TILED_SKINNY_DEEP=1,
+// opt-in until measured) has 7 stages (126-168 KB, one CTA per SM), for grids
+// of about one CTA per SM: 6 stages of B in flight instead of 3-4.
+constexpr int kDeepStages = 7;
+constexpr int stages_for(int bm, bool deep = false) { return deep ? kDeepStages : bm <= 32 ? 5 : 4; }
+constexpr int smem_bytes(int bm, bool deep = false) { return stages_for(bm, deep) * (bm + kBN) * kBK * 2; }
 
 // Everything a launch needs.  Strides in elements.  The kernel computes
 // rows [0, M) x cols [0, N) of C; C element (r, c) of batch b lives at
@@ -50,6 +53,7 @@ struct Launch {
   int bm = 16;
   bool a_kmajor = true;  // A(m, k) at a[m * lda + k]
   bool b_kmajor = true;  // B(k, n) at b[n * ldb + k]
+  bool deep = false;     // kDeepStages-stage pipeline
   int batch = 1;
 };
 

@@ -11,11 +11,11 @@ namespace tiled {
 namespace cuda {
 namespace skinny {
 
-template <class T, int BM, bool AK, bool BK>
+template <class T, int BM, bool AK, bool BK, bool DEEP>
 const char* launch_tile(const Launch& l, cudaStream_t stream) {
   static std::atomic<uint64_t> raised{0};
-  constexpr int kSmem = smem_bytes(BM);
-  auto kernel = skinny_kernel<T, BM, stages_for(BM), AK, BK>;
+  constexpr int kSmem = smem_bytes(BM, DEEP);
+  auto kernel = skinny_kernel<T, BM, stages_for(BM, DEEP), AK, BK>;
   if (!raise_smem_limit(kernel, kSmem, raised)) return "skinny: cannot raise the shared-memory limit";
   const Params& p = l.p;
   const dim3 grid(((p.M + BM - 1) / BM) * p.splits, (p.N + kBN - 1) / kBN, l.batch);
@@ -42,11 +42,18 @@ const char* launch_tile(const Launch& l, cudaStream_t stream) {
   return nullptr;
 }
 
+template <class T, int BM, bool DEEP>
+const char* launch_depth(const Launch& l, cudaStream_t stream) {
+  if (l.a_kmajor)
+    return l.b_kmajor ? launch_tile<T, BM, true, true, DEEP>(l, stream)
+                      : launch_tile<T, BM, true, false, DEEP>(l, stream);
+  return l.b_kmajor ? launch_tile<T, BM, false, true, DEEP>(l, stream)
+                    : launch_tile<T, BM, false, false, DEEP>(l, stream);
+}
+
 template <class T, int BM>
 const char* launch_bm(const Launch& l, cudaStream_t stream) {
-  if (l.a_kmajor)
-    return l.b_kmajor ? launch_tile<T, BM, true, true>(l, stream) : launch_tile<T, BM, true, false>(l, stream);
-  return l.b_kmajor ? launch_tile<T, BM, false, true>(l, stream) : launch_tile<T, BM, false, false>(l, stream);
+  return l.deep ? launch_depth<T, BM, true>(l, stream) : launch_depth<T, BM, false>(l, stream);
 }
 
 template <class T>
