@@ -6,6 +6,7 @@ covers the logic; the same tests run with NCCL when 2 GPUs are visible.  Each
 rank also trains the single-process nn.Linear reference on the full batch and
 compares losses and parameters after a few steps.
 """
+import gc
 import importlib.util
 import os
 import subprocess
@@ -54,8 +55,14 @@ def _entry(rank, fn, device, init_file, args):
 
         assert tdist.register_sharding_rules()
         fn(rank, device, *args)
+        # Objects holding the process group (DDP's reducer and its gloo work
+        # threads) must be gone before it is destroyed: tearing it down under
+        # a live reducer aborted the rank now and then ("terminate called
+        # without an active exception").
+        gc.collect()
         dist.barrier()
     finally:
+        gc.collect()
         dist.destroy_process_group()
 
 
@@ -167,6 +174,7 @@ def _ddp(rank, device):
         gathered = [torch.empty_like(p) for _ in range(WORLD)]
         dist.all_gather(gathered, p.detach())
         torch.testing.assert_close(gathered[0], gathered[1], rtol=0, atol=0)
+    del ddp
 
 
 @pytest.mark.parametrize("device", BACKENDS)
