@@ -45,6 +45,7 @@
 #include <type_traits>
 
 #include "../../gemm_problem.h"
+#include "../cluster_launch.h"
 #include "hopper.h"
 #include "ptx.cuh"
 #include "tensor_map.h"
@@ -621,23 +622,9 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     const int S = c.split_k;
     if (S != 2 && S != 4 && S != 8) return "sm90: split-K factor must be 2, 4 or 8";
     if (S > args.k_blocks) return "sm90: split-K factor exceeds the k-block count";
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(S);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    cfg.blockDim = dim3(Cfg::kThreads, 1, 1);
-    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
-    cfg.stream = stream;
-    cfg.gridDim = dim3(static_cast<unsigned>(tiles * S), 1, 1);
-    if (cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, args) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return "sm90: split-K cluster launch failed";
-    }
-    return nullptr;
+    ClusterLaunch launch(static_cast<unsigned>(S), dim3(Cfg::kThreads, 1, 1), Cfg::kSmemBytes, stream);
+    return launch.launch(dim3(static_cast<unsigned>(tiles * S), 1, 1), kernel, "sm90: split-K cluster launch failed",
+                         map_a, map_b, args);
   } else if constexpr (Cfg::kCluster == 1) {
     const int64_t tiles = static_cast<int64_t>(args.tiles_m) * args.tiles_n * args.batch;
     const int grid = static_cast<int>(tiles < dev.num_sms ? tiles : dev.num_sms);
@@ -647,34 +634,17 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     // Units of work are tile pairs; as many clusters as can be resident at once.
     const int64_t units =
         static_cast<int64_t>((args.tiles_m + Cfg::kCluster - 1) / Cfg::kCluster) * args.tiles_n * args.batch;
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = Cfg::kCluster;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    cfg.blockDim = dim3(Cfg::kThreads, 1, 1);
-    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
-    cfg.stream = stream;
+    ClusterLaunch launch(Cfg::kCluster, dim3(Cfg::kThreads, 1, 1), Cfg::kSmemBytes, stream);
     static std::atomic<int> resident{0};  // max co-resident clusters (same for every sm_90 device we run on)
     int max_clusters = resident.load(std::memory_order_relaxed);
     if (max_clusters == 0) {
-      cfg.gridDim = dim3(Cfg::kCluster * (dev.num_sms / Cfg::kCluster), 1, 1);
-      if (cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &cfg) != cudaSuccess || max_clusters <= 0) {
-        (void)cudaGetLastError();
-        max_clusters = dev.num_sms / Cfg::kCluster;
-      }
+      max_clusters = launch.max_active_clusters(kernel, dim3(Cfg::kCluster * (dev.num_sms / Cfg::kCluster), 1, 1));
+      if (max_clusters <= 0) max_clusters = dev.num_sms / Cfg::kCluster;
       resident.store(max_clusters, std::memory_order_relaxed);
     }
     const int64_t clusters = units < max_clusters ? units : max_clusters;
-    cfg.gridDim = dim3(static_cast<unsigned>(clusters * Cfg::kCluster), 1, 1);
-    if (cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, args) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return "sm90: cluster launch failed";
-    }
-    return nullptr;
+    return launch.launch(dim3(static_cast<unsigned>(clusters * Cfg::kCluster), 1, 1), kernel,
+                         "sm90: cluster launch failed", map_a, map_b, args);
   }
 }
 

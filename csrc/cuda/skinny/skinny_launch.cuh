@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 
+#include "../cluster_launch.h"
 #include "../smem_opt_in.h"
 #include "skinny.cuh"
 
@@ -23,23 +24,8 @@ const char* launch_tile(const Launch& l, cudaStream_t stream) {
     kernel<<<grid, kThreads, kSmem, stream>>>(p);
     return nullptr;
   }
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(p.splits);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = kSmem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  if (cudaLaunchKernelEx(&cfg, kernel, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return "skinny: cluster launch failed";
-  }
-  return nullptr;
+  ClusterLaunch cluster(static_cast<unsigned>(p.splits), dim3(kThreads, 1, 1), kSmem, stream);
+  return cluster.launch(grid, kernel, "skinny: cluster launch failed", p);
 }
 
 template <class T, int BM, bool DEEP>
