@@ -69,6 +69,9 @@ struct GemmProblem {
   bool allow_tf32 = false;
 };
 
+// Tiles of size b that cover a (host code: grid and tile counts).
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // Alignment of a pointer in bytes (the largest power of two dividing it, capped).
 inline int pointer_alignment(const void* p, int cap = 16) {
   auto v = reinterpret_cast<uintptr_t>(p);

@@ -24,8 +24,6 @@ using sm90::Tile;
 
 [[maybe_unused]] constexpr int64_t kMaxInt = 0x7fffffff;
 
-[[maybe_unused]] int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // TMA's rules for a non-contiguous dimension: positive, a multiple of 16 bytes, < 2^40 bytes.
 [[maybe_unused]] bool tma_stride_ok(int64_t stride_elems, int es) {
   if (stride_elems <= 0) return false;

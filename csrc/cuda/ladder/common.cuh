@@ -94,8 +94,6 @@ inline bool operand_vec4_ok(const Operand& o, int64_t batch) {
 // Grid: output tiles in grid.x (up to 2^31-1), batch in grid.y capped at
 // 65535 with a grid-stride loop over the batch inside the kernel.
 // ---------------------------------------------------------------------------
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 inline const char* make_grid(int64_t tiles, int64_t batch, dim3* grid) {
   if (tiles > 0x7fffffffLL) return "ladder: too many output tiles for one launch";
   *grid = dim3(static_cast<unsigned>(tiles),

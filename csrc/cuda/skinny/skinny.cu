@@ -23,8 +23,6 @@ using skinny::Params;
 
 constexpr int64_t kMaxInt = 2147483647 - 256;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Measured crossover against the Hopper kernel (bf16, H200, see
 // docs/skinny.md): the skinny kernel takes min(M, N) up to this.
 // TILED_SKINNY_MAXM overrides it (0 turns the family off).
