@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "../../gemm_problem.h"
+#include "../cp_async.cuh"
 #include "../dispatch.h"
 #include "../smem_opt_in.h"
 
@@ -258,16 +259,6 @@ __device__ __forceinline__ void cp_async_4(float* dst, const float* src, bool va
                "r"(valid ? 4 : 0));
 #else
   *dst = valid ? *src : 0.0f;
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
 }
 // bar.sync on named barrier `id` (1 <= id < kIds) shared by `count` threads

@@ -33,6 +33,7 @@
 #include <cuda_fp16.h>
 #include <cstdint>
 
+#include "../cp_async.cuh"
 #include "../hopper/ptx.cuh"
 #include "../simt/numeric.cuh"
 #include "skinny.h"
@@ -51,11 +52,6 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // Four 8x8 16-bit matrices; lane i names a row of matrix i / 8.
