@@ -121,18 +121,14 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
 // Launches sliced_k_kernel<S, HilbertOrder, layout...>; every f32 problem.
 template <class S>
 const char* launch_sliced(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream) {
-  if (pr.dtype != DType::f32) return "sliced-K SIMT kernel supports float32 only";
-  if (static_cast<size_t>(S::kSmemBytes) > dev.max_smem_per_block_optin)
-    return "sliced-K SIMT kernel: needs more shared memory per block than this device has";
-  TiledLaunch l;
-  if (const char* e = plan_tiled_launch<HilbertOrder>(pr, S::BM, S::BN, /*vec_all=*/false, &l)) return e;
-  return by_layout(l.axc, l.bxc, l.vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
-    constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
-    constexpr bool kV = decltype(vec_c)::value && (kA || kB);
-    static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
-    return l.launch(sliced_k_kernel<S, HilbertOrder, kA, kB, kV>, S::kThreads, S::kSmemBytes, raised, stream,
-                    "sliced-K SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed");
-  });
+  return launch_tiled_f32<S, HilbertOrder>(
+      pr, dev, stream,
+      {"sliced-K SIMT kernel supports float32 only",
+       "sliced-K SIMT kernel: needs more shared memory per block than this device has",
+       "sliced-K SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
+      [](auto a, auto b, auto v) {
+        return sliced_k_kernel<S, HilbertOrder, decltype(a)::value, decltype(b)::value, decltype(v)::value>;
+      });
 }
 
 // Mid-size (step 96): 64 x 64 output tile, 4 warps each doing the whole tile

@@ -245,18 +245,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 template <class C, class Order, bool PREFETCH>
 const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
                         const char* f32_only_error) {
-  if (pr.dtype != DType::f32) return f32_only_error;
-  if (static_cast<size_t>(C::kSmemBytes) > dev.max_smem_per_block_optin)
-    return "lean SIMT kernel: needs more shared memory per block than this device has";
-  TiledLaunch l;
-  if (const char* e = plan_tiled_launch<Order>(pr, C::BM, C::BN, /*vec_all=*/false, &l)) return e;
-  return by_layout(l.axc, l.bxc, l.vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
-    constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
-    constexpr bool kV = decltype(vec_c)::value && (kA || kB);  // NT has no 16-byte copies
-    static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
-    return l.launch(lean_kernel<C, Order, kA, kB, kV, PREFETCH>, C::kThreads, C::kSmemBytes, raised, stream,
-                    "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed");
-  });
+  return launch_tiled_f32<C, Order>(
+      pr, dev, stream,
+      {f32_only_error, "lean SIMT kernel: needs more shared memory per block than this device has",
+       "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
+      [](auto a, auto b, auto v) {
+        return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, PREFETCH>;
+      });
 }
 
 }  // namespace ladder

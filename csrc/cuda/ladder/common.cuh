@@ -235,6 +235,32 @@ const char* plan_tiled_launch(const GemmProblem& pr, int64_t bm, int64_t bn, boo
   return nullptr;
 }
 
+// Host: the launcher of the tiled f32 kernels whose instances differ only
+// by layout (steps 7, 9, 11): the kernel PICK(axc, bxc, vec) returns for the
+// problem's layout (bool_constant arguments; vec only where an X-contiguous
+// operand takes 16-byte copies: NT has none), with C's block and shared
+// memory.  Errors: the dtype, the device's shared memory, the opt-in.
+struct TiledErrors {
+  const char* f32_only;
+  const char* no_smem;
+  const char* raise_failed;
+};
+template <class C, class Order, class Pick>
+const char* launch_tiled_f32(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
+                             const TiledErrors& err, Pick pick) {
+  if (pr.dtype != DType::f32) return err.f32_only;
+  if (static_cast<size_t>(C::kSmemBytes) > dev.max_smem_per_block_optin) return err.no_smem;
+  TiledLaunch l;
+  if (const char* e = plan_tiled_launch<Order>(pr, C::BM, C::BN, /*vec_all=*/false, &l)) return e;
+  return by_layout(l.axc, l.bxc, l.vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
+    constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
+    constexpr bool kV = decltype(vec_c)::value && (kA || kB);
+    static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
+    return l.launch(pick(std::bool_constant<kA>{}, std::bool_constant<kB>{}, std::bool_constant<kV>{}),
+                    C::kThreads, C::kSmemBytes, raised, stream, err.raise_failed);
+  });
+}
+
 // ---------------------------------------------------------------------------
 // PTX wrappers: cp.async (sm_80+) with zero fill, and named barriers.
 // Below sm_80 the copies degrade to synchronous loads, so the code still
