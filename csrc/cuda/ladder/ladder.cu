@@ -38,67 +38,70 @@
 namespace tiled {
 namespace cuda {
 
-const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev,
-                        cudaStream_t stream) {
-  switch (step) {
-    case 1: return ladder::run_naive(p, stream);
-    case 2: return ladder::run_smem_tiled(p, 32, stream);
-    case 20: return ladder::run_smem_tiled(p, 16, stream);
-    case 3: return ladder::run_thread_tiled(p, stream);
-    case 4: return ladder::run_two_level(p, stream);
-    case 5: return ladder::run_vectorized(p, stream);
-    case 6: return ladder::run_warp_tiled(p, stream);
-    case 7: return ladder::run_cp_async(p, dev, stream);
-    case 8: return ladder::run_hilbert(p, dev, stream);
-    case 9: return simt_fast_gemm(p, dev, stream);
-    case 91:
-    case 92:
-    case 93: return ladder::run_simt_candidate(step - 90, p, dev, stream);
-    case 90: return ladder::run_simt_base(p, dev, stream);
-    case 94: return ladder::run_simt_warps16(p, dev, stream);
-    case 95: return ladder::run_simt_bk16(p, dev, stream);
-    case 96: return ladder::run_simt_sliced_mid(p, dev, stream);
-    case 97: return ladder::run_simt_sliced_small(p, dev, stream);
-    case 98: return ladder::run_simt_bk16_staged(p, dev, stream);
-    case 100: return ladder::run_simt_lean(p, dev, stream);
-    case 101: return ladder::run_simt_lean_prefetch(p, dev, stream);
-    case 102: return ladder::run_simt_lean_bk32(p, dev, stream);
-    case 103: return ladder::run_simt_kc(p, dev, stream);
-    case 104: return ladder::run_simt_lean_wide(p, dev, stream);
-    case 105: return ladder::run_simt_kc_wide(p, dev, stream);
-  }
+namespace {
+
+using StepFn = const char* (*)(const GemmProblem&, const DeviceInfo&, cudaStream_t);
+struct Step {
+  int step;
+  const char* name;
+  StepFn run;
+};
+
+// Every step, its name and its launcher in one place (the simt_fast tuning
+// candidates 91-93 are named by simt_fast.cu).
+#define TILED_STEP(N, NAME, CALL) \
+  Step { N, NAME, [](const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) -> const char* { \
+    (void)dev;                                                                                      \
+    return CALL;                                                                                     \
+  } }
+const Step kSteps[] = {
+    TILED_STEP(1, "naive", ladder::run_naive(p, s)),
+    TILED_STEP(2, "smem tiling (TILE 32)", ladder::run_smem_tiled(p, 32, s)),
+    TILED_STEP(20, "smem tiling (TILE 16)", ladder::run_smem_tiled(p, 16, s)),
+    TILED_STEP(3, "thread tiling (4x4)", ladder::run_thread_tiled(p, s)),
+    TILED_STEP(4, "two-level tiling (64x64, 4x4)", ladder::run_two_level(p, s)),
+    TILED_STEP(5, "vectorized 128-bit loads (128x128, 8x8)", ladder::run_vectorized(p, s)),
+    TILED_STEP(6, "warp tiling (256x128, 64x64 warps)", ladder::run_warp_tiled(p, s)),
+    TILED_STEP(7, "cp.async 4-stage pipeline", ladder::run_cp_async(p, dev, s)),
+    TILED_STEP(8, "hilbert block order", ladder::run_hilbert(p, dev, s)),
+    TILED_STEP(9, "simt_fast (size dispatch: 128x256 / sliced-K 64x64 / 32x32)", simt_fast_gemm(p, dev, s)),
+    TILED_STEP(90, "simt_fast 128x128 config (no size dispatch)", ladder::run_simt_base(p, dev, s)),
+    TILED_STEP(91, ladder::simt_candidate_name(1), ladder::run_simt_candidate(1, p, dev, s)),
+    TILED_STEP(92, ladder::simt_candidate_name(2), ladder::run_simt_candidate(2, p, dev, s)),
+    TILED_STEP(93, ladder::simt_candidate_name(3), ladder::run_simt_candidate(3, p, dev, s)),
+    TILED_STEP(94, "128x128x8, 8 warps of 64x32, 8x8/thread, 2 blocks/SM", ladder::run_simt_warps16(p, dev, s)),
+    TILED_STEP(95, "128x128x16, 4 warps of 64x64, 3 stages", ladder::run_simt_bk16(p, dev, s)),
+    TILED_STEP(96, "sliced-K 64x64 tile, 4 warps x k/4", ladder::run_simt_sliced_mid(p, dev, s)),
+    TILED_STEP(97, "sliced-K 32x32 tile, 4 warps x k/4", ladder::run_simt_sliced_small(p, dev, s)),
+    TILED_STEP(98, "128x128x16, 3 stages, 16-byte staged transpose of K-contiguous operands",
+               ladder::run_simt_bk16_staged(p, dev, s)),
+    TILED_STEP(100, "128x128x16, 3 stages, lean loop (fast-path copies, __syncthreads)", ladder::run_simt_lean(p, dev, s)),
+    TILED_STEP(101, "128x128x16, 3 stages, lean loop + cross-k-tile fragment prefetch",
+               ladder::run_simt_lean_prefetch(p, dev, s)),
+    TILED_STEP(102, "128x128x32, 3 stages, lean loop + cross-k-tile fragment prefetch",
+               ladder::run_simt_lean_bk32(p, dev, s)),
+    TILED_STEP(103, "101 + K-contiguous operand kept along k in smem (16-byte copies)", ladder::run_simt_kc(p, dev, s)),
+    TILED_STEP(104, "101 on a 128x256x16 block, 8 warps, 1 block/SM", ladder::run_simt_lean_wide(p, dev, s)),
+    TILED_STEP(105, "128x256x16, 8 warps, K-contiguous operand kept along k", ladder::run_simt_kc_wide(p, dev, s)),
+};
+#undef TILED_STEP
+
+const Step* find_step(int step) {
+  for (const Step& s : kSteps)
+    if (s.step == step) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev, cudaStream_t stream) {
+  if (const Step* s = find_step(step)) return s->run(p, dev, stream);
   return "ladder_gemm: invalid step (valid: 1-9, 20, 90-98, 100-105)";
 }
 
 const char* ladder_step_name(int step) {
-  switch (step) {
-    case 1: return "naive";
-    case 2: return "smem tiling (TILE 32)";
-    case 20: return "smem tiling (TILE 16)";
-    case 3: return "thread tiling (4x4)";
-    case 4: return "two-level tiling (64x64, 4x4)";
-    case 5: return "vectorized 128-bit loads (128x128, 8x8)";
-    case 6: return "warp tiling (256x128, 64x64 warps)";
-    case 7: return "cp.async 4-stage pipeline";
-    case 8: return "hilbert block order";
-    case 9: return "simt_fast (size dispatch: 128x128 / sliced-K 64x64 / 32x32)";
-    case 90: return "simt_fast 128x128 config (no size dispatch)";
-    case 94: return "128x128x8, 8 warps of 64x32, 8x8/thread, 2 blocks/SM";
-    case 95: return "128x128x16, 4 warps of 64x64, 3 stages";
-    case 96: return "sliced-K 64x64 tile, 4 warps x k/4";
-    case 97: return "sliced-K 32x32 tile, 4 warps x k/4";
-    case 98: return "128x128x16, 3 stages, 16-byte staged transpose of K-contiguous operands";
-    case 100: return "128x128x16, 3 stages, lean loop (fast-path copies, __syncthreads)";
-    case 101: return "128x128x16, 3 stages, lean loop + cross-k-tile fragment prefetch";
-    case 102: return "128x128x32, 3 stages, lean loop + cross-k-tile fragment prefetch";
-    case 103: return "101 + K-contiguous operand kept along k in smem (16-byte copies)";
-    case 104: return "101 on a 128x256x16 block, 8 warps, 1 block/SM";
-    case 105: return "128x256x16, 8 warps, K-contiguous operand kept along k";
-    case 91:
-    case 92:
-    case 93: return ladder::simt_candidate_name(step - 90);
-  }
-  return nullptr;
+  const Step* s = find_step(step);
+  return s ? s->name : nullptr;
 }
 
 }  // namespace cuda

@@ -50,17 +50,11 @@ const char* launch_candidate(const GemmProblem& p, const DeviceInfo& dev, cudaSt
     return "simt_fast tuning candidates take only NN problems with an aligned B";
   if (static_cast<size_t>(C::kSmemBytes) > dev.max_smem_per_block_optin)
     return "simt_fast candidate: not enough shared memory on this device";
-  const int64_t tiles_m = ceil_div(p.M, C::BM), tiles_n = ceil_div(p.N, C::BN);
-  dim3 grid;
-  if (const char* e = make_grid(tiles_m * tiles_n, p.batch, &grid)) return e;
-  auto kern = pipelined_kernel<C, HilbertOrder, false, true, true>;
-  if (C::kSmemBytes > 48 * 1024 &&
-      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes) !=
-          cudaSuccess)
-    return "simt_fast candidate: cudaFuncSetAttribute failed";
-  kern<<<grid, C::kThreads, C::kSmemBytes, s>>>(make_params<float>(p), tiles_m, tiles_n,
-                                                HilbertOrder::panel(tiles_m, tiles_n));
-  return nullptr;
+  TiledLaunch l;
+  if (const char* e = plan_tiled_launch<HilbertOrder>(p, C::BM, C::BN, /*vec_all=*/false, &l)) return e;
+  static std::atomic<uint64_t> raised{0};  // one per C = per kernel
+  return l.launch(pipelined_kernel<C, HilbertOrder, false, true, true>, C::kThreads, C::kSmemBytes, raised, s,
+                  "simt_fast candidate: cudaFuncSetAttribute failed");
 }
 }  // namespace
 
