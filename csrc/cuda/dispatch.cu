@@ -190,16 +190,22 @@ int time_candidates(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t st
   return best;
 }
 
+// The stored setting of p's class; false when autotuning is off or the class
+// has none yet.
+bool stored_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
+  const char* path = autotune::cache_path();
+  return path && autotune::lookup(path, autotune::class_key(p, dev), out);
+}
+
 }  // namespace
 
 // With TILED_AUTOTUNE_CACHE set (autotune.h), the problem's class runs its
 // stored setting; an untuned class gets the largest workspace any candidate
 // needs and is timed on its first eager call.
 size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
-  const char* path = autotune::cache_path();
-  if (!path) return workspace_untuned(p, dev);
+  if (!autotune::cache_path()) return workspace_untuned(p, dev);
   Settings chosen;
-  if (autotune::lookup(path, autotune::class_key(p, dev), &chosen)) {
+  if (stored_setting(p, dev, &chosen)) {
     SettingsScope scope(&chosen);
     return workspace_untuned(p, dev);
   }
@@ -233,12 +239,9 @@ const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t strea
 }
 
 const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {
-  const char* path = autotune::cache_path();
   Settings chosen;
-  if (path && autotune::lookup(path, autotune::class_key(p, dev), &chosen)) {
-    SettingsScope scope(&chosen);
-    return name_untuned(p, dev);
-  }
+  if (!stored_setting(p, dev, &chosen)) return name_untuned(p, dev);
+  SettingsScope scope(&chosen);
   return name_untuned(p, dev);
 }
 
