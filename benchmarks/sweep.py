@@ -41,6 +41,36 @@ def case(M, N, K, dname, device, layout="NN"):
             "kernel": torch.ops.tiled.gemm_kernel_name(a, b)}
 
 
+def plot(base, info, dtype, m_sweep, mis):
+    """Two panels: ratio vs M (per layout and N), ratio vs misalignment."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for lay in ("NN", "NT"):
+        for N in (4096, 14336):
+            rows = [r for r in m_sweep if r["N"] == N and r["layout"] == lay]
+            ax1.plot([r["M"] for r in rows], [r["ratio"] for r in rows], "o-", label=f"{lay} N={N}, K=4096")
+    ax1.set_xscale("log", base=2)
+    ax1.axhline(1.0, color="k", lw=1)
+    ax1.set_xlabel("M")
+    ax1.set_ylabel("ratio (torch time / ours)")
+    ax1.legend()
+    for dim in "MNK":
+        rows = [r for r in mis if r["dim"] == dim]
+        ax2.plot([r["offset"] for r in rows], [r["ratio"] for r in rows], "o-", label=f"{dim} = 4096 + d")
+    ax2.axhline(1.0, color="k", lw=1)
+    ax2.set_xlabel("d (elements)")
+    ax2.legend()
+    fig.suptitle(f"{info['gpu']} {dtype} {info['commit']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(base + ".png", dpi=110)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dtype", default="bf16", choices=sorted(DT))
@@ -75,36 +105,8 @@ def main():
     for r in odd:
         print(f"{r['M']}x{r['N']}x{r['K']}  ours {r['ours_tflops']:7.1f}  torch {r['torch_tflops']:7.1f}  "
               f"ratio {r['ratio']:.2f}  {r['kernel']}")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        if not m_sweep or not mis:
-            raise ImportError  # partial sweep: no plot
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-        for lay in ("NN", "NT"):
-            for N in (4096, 14336):
-                rows = [r for r in m_sweep if r["N"] == N and r["layout"] == lay]
-                ax1.plot([r["M"] for r in rows], [r["ratio"] for r in rows], "o-",
-                         label=f"{lay} N={N}, K=4096")
-        ax1.set_xscale("log", base=2)
-        ax1.axhline(1.0, color="k", lw=1)
-        ax1.set_xlabel("M")
-        ax1.set_ylabel("ratio (torch time / ours)")
-        ax1.legend()
-        for dim in "MNK":
-            rows = [r for r in mis if r["dim"] == dim]
-            ax2.plot([r["offset"] for r in rows], [r["ratio"] for r in rows], "o-", label=f"{dim} = 4096 + d")
-        ax2.axhline(1.0, color="k", lw=1)
-        ax2.set_xlabel("d (elements)")
-        ax2.legend()
-        fig.suptitle(f"{info['gpu']} {args.dtype} {info['commit']}", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(base + ".png", dpi=110)
-    except ImportError:
-        pass
+    if m_sweep and mis:  # a partial sweep (--parts) gets no plot
+        plot(base, info, args.dtype, m_sweep, mis)
     print(f"wrote {base}.json")
 
 
