@@ -34,6 +34,17 @@ inline const char* setting(const char* name) {
   return std::getenv(name);
 }
 
+// Setting `name` as an integer (`fallback` when unset), and whether it is
+// exactly `value`.
+inline long setting_long(const char* name, long fallback) {
+  const char* v = setting(name);
+  return v ? std::strtol(v, nullptr, 10) : fallback;
+}
+inline bool setting_is(const char* name, const char* value) {
+  const char* v = setting(name);
+  return v && std::strcmp(v, value) == 0;
+}
+
 // Makes `s` the calling thread's settings until the scope ends (scopes do
 // not nest: the inner one replaces the outer one, which comes back after).
 class SettingsScope {

@@ -70,8 +70,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // warpgroups skip the math of 64-row slabs wholly past M (for M <= 64 the
   // tensor cores do half the work), and M <= 64 stays cooperative instead of
   // the automatic ping-pong (which computes all 128 rows of every tile).
-  const char* smallm = setting("TILED_SM90_SMALLM");
-  c.skip_idle_slabs = smallm && std::strcmp(smallm, "1") == 0;
+  c.skip_idle_slabs = setting_is("TILED_SM90_SMALLM", "1");
   const bool auto_pp = p.dtype != DType::f32 && tiles128 >= 2 * sms && !(c.skip_idle_slabs && p.M <= 64);
   const bool pp = sched && std::strcmp(sched, "pingpong") == 0     ? true
                   : sched && std::strcmp(sched, "cooperative") == 0 ? false

@@ -26,10 +26,7 @@ constexpr int64_t kMaxInt = 2147483647 - 256;
 // Measured crossover against the Hopper kernel (bf16, H200, see
 // docs/skinny.md): the skinny kernel takes min(M, N) up to this.
 // TILED_SKINNY_MAXM overrides it (0 turns the family off).
-int64_t max_small_dim() {
-  if (const char* v = setting("TILED_SKINNY_MAXM")) return std::strtol(v, nullptr, 10);
-  return 64;
-}
+int64_t max_small_dim() { return setting_long("TILED_SKINNY_MAXM", 64); }
 
 // Tallest block (TILED_SKINNY_BM=16|32|64, default 64); below M, several
 // row tiles run side by side and read B from HBM once, from L2 again.  Capping
@@ -37,31 +34,21 @@ int64_t max_small_dim() {
 // 0.77-0.89x with 64-row tiles, and M = 65-128 (limit 128) 0.41-0.60x
 // against the Hopper kernel's 0.63-0.97x.
 int max_block_height() {
-  if (const char* v = setting("TILED_SKINNY_BM")) {
-    const long bm = std::strtol(v, nullptr, 10);
-    return bm >= 64 ? 64 : bm >= 32 ? 32 : 16;
-  }
-  return 64;
+  const long bm = setting_long("TILED_SKINNY_BM", 64);
+  return bm >= 64 ? 64 : bm >= 32 ? 32 : 16;
 }
 
 // TILED_SKINNY_SPLITK=n forces n K slices (for measurements); unset: auto.
-int forced_splits() {
-  const char* v = setting("TILED_SKINNY_SPLITK");
-  return v ? static_cast<int>(std::strtol(v, nullptr, 10)) : 0;
-}
+int forced_splits() { return static_cast<int>(setting_long("TILED_SKINNY_SPLITK", 0)); }
 
 // TILED_SKINNY_DEEP=1: the 7-stage pipeline (opt-in until measured).
-bool deep_pipeline() {
-  const char* v = setting("TILED_SKINNY_DEEP");
-  return v && std::strcmp(v, "1") == 0;
-}
+bool deep_pipeline() { return setting_is("TILED_SKINNY_DEEP", "1"); }
 
 // Split reduction through clusters (sm_90a builds on a 9.0 GPU), unless
 // TILED_SKINNY_CLUSTER=0 asks for the workspace path.
 bool use_clusters(const DeviceInfo& dev) {
 #if defined(TILED_WITH_SM90A)
-  const char* v = setting("TILED_SKINNY_CLUSTER");
-  return dev.sm_major == 9 && !(v && std::strcmp(v, "0") == 0);
+  return dev.sm_major == 9 && !setting_is("TILED_SKINNY_CLUSTER", "0");
 #else
   (void)dev;
   return false;
