@@ -121,6 +121,15 @@ struct SwizzledTile {
   }
 };
 
+// C(row, col) = the dtype of (v + bias), the bias indexed by column (by row
+// for a swapped problem).  Every epilogue ends here.
+template <class T>
+__device__ __forceinline__ void store_out(const Params& p, T* C, int row, int col, float v) {
+  const T* bias = static_cast<const T*>(p.bias);
+  if (bias) v += to_acc<float>(bias[p.bias_on_rows ? row : col]);
+  C[row * p.c_rs + col * p.c_cs] = from_acc<T>(v);
+}
+
 // One CTA: a BM x 128 tile of C over k-blocks [kb0, kb1) of one batch.
 // A_KMAJOR: A(m, k) at a[m * lda + k], else a[k * lda + m].
 // B_KMAJOR: B(k, n) at b[n * ldb + k], else b[k * ldb + n].
@@ -222,7 +231,6 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
   // wn0 + nt*8 + (lane%4)*2 + (e & 1).
   const int g = lane / 4, q = lane % 4;
   T* C = static_cast<T*>(p.c) + batch * p.c_batch;
-  const T* bias = static_cast<const T*>(p.bias);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   if (p.cluster_reduce) {
     // Partial tile -> own shared memory (row stride kBN + 4 floats: 16-byte
@@ -260,9 +268,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
         for (int e = 0; e < 4; ++e) {
           const int c = n0 + col + e;
           if (c >= p.N) break;
-          float out = v[e];
-          if (bias) out += to_acc<float>(bias[p.bias_on_rows ? r : c]);
-          C[r * p.c_rs + c * p.c_cs] = from_acc<T>(out);
+          store_out(p, C, r, c, v[e]);
         }
       }
     }
@@ -300,9 +306,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
         for (int e = 0; e < 2; ++e) {
           const int row = m0 + mt * 16 + g + 8 * h, col = n0 + wn0 + nt * 8 + 2 * q + e;
           if (row >= p.M || col >= p.N) continue;
-          float v = acc[mt][nt][2 * h + e];
-          if (bias) v += to_acc<float>(bias[p.bias_on_rows ? row : col]);
-          C[row * p.c_rs + col * p.c_cs] = from_acc<T>(v);
+          store_out(p, C, row, col, acc[mt][nt][2 * h + e]);
         }
 }
 
@@ -312,15 +316,12 @@ __global__ void __launch_bounds__(256) skinny_reduce_kernel(Params p) {
   const int64_t mn = static_cast<int64_t>(p.M) * p.N;
   const int64_t batch = blockIdx.y;
   T* C = static_cast<T*>(p.c) + batch * p.c_batch;
-  const T* bias = static_cast<const T*>(p.bias);
   const float* ws = p.ws + batch * p.splits * mn;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < mn;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float v = 0.f;
     for (int s = 0; s < p.splits; ++s) v += ws[s * mn + i];
-    const int row = static_cast<int>(i / p.N), col = static_cast<int>(i % p.N);
-    if (bias) v += to_acc<float>(bias[p.bias_on_rows ? row : col]);
-    C[row * p.c_rs + col * p.c_cs] = from_acc<T>(v);
+    store_out(p, C, static_cast<int>(i / p.N), static_cast<int>(i % p.N), v);
   }
 }
 
