@@ -152,16 +152,9 @@ __global__ void __launch_bounds__(C::kThreads) vectorized_kernel(Params<float> p
 // instantiate its kernels.
 template <class C = VectorizedCfg>
 const char* launch_vectorized(const GemmProblem& pr, cudaStream_t stream) {
-  if (pr.dtype != DType::f32) return "ladder step 5 (vectorized) supports float32 only";
-  const int64_t tiles_n = ceil_div(pr.N, C::BN);
-  dim3 grid;
-  if (const char* e = make_grid(ceil_div(pr.M, C::BM) * tiles_n, pr.batch, &grid)) return e;
-  const Params<float> params = make_params<float>(pr);
-  const bool vec = operand_vec4_ok(pr.a, pr.batch) && operand_vec4_ok(pr.b, pr.batch);
-  return by_layout(!pr.a.row_major(), pr.b.row_major(), vec, [&](auto axc, auto bxc, auto v) {
-    vectorized_kernel<C, decltype(axc)::value, decltype(bxc)::value, decltype(v)::value>
-        <<<grid, C::kThreads, 0, stream>>>(params, tiles_n);
-    return static_cast<const char*>(nullptr);
+  constexpr const char* kF32Only = "ladder step 5 (vectorized) supports float32 only";
+  return launch_by_layout_f32<C>(pr, stream, kF32Only, [](auto axc, auto bxc, auto v) {
+    return vectorized_kernel<C, decltype(axc)::value, decltype(bxc)::value, decltype(v)::value>;
   });
 }
 

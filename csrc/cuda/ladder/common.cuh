@@ -196,6 +196,24 @@ const char* by_layout(bool axc, bool bxc, bool vec, F&& f) {
   return vec ? f(F_{}, F_{}, T_{}) : f(F_{}, F_{}, F_{});
 }
 
+// Host: steps 5 and 6: one block per output tile, static shared memory,
+// 16-byte copies only when both operands are aligned; PICK(axc, bxc, vec)
+// names the kernel instance for the problem's layout.
+template <class C, class Pick>
+const char* launch_by_layout_f32(const GemmProblem& pr, cudaStream_t stream, const char* f32_only_error,
+                                 Pick pick) {
+  if (pr.dtype != DType::f32) return f32_only_error;
+  const int64_t tiles_n = ceil_div(pr.N, C::BN);
+  dim3 grid;
+  if (const char* e = make_grid(ceil_div(pr.M, C::BM) * tiles_n, pr.batch, &grid)) return e;
+  const Params<float> params = make_params<float>(pr);
+  const bool vec = operand_vec4_ok(pr.a, pr.batch) && operand_vec4_ok(pr.b, pr.batch);
+  return by_layout(!pr.a.row_major(), pr.b.row_major(), vec, [&](auto axc, auto bxc, auto v) {
+    (pick(axc, bxc, v))<<<grid, C::kThreads, 0, stream>>>(params, tiles_n);
+    return static_cast<const char*>(nullptr);
+  });
+}
+
 // Host: what every tiled f32 launcher works out before it picks a kernel
 // instance (steps 7 and later): the tile grid, the raster panel, the kernel
 // parameters, the layouts (axc: A column-major, bxc: B row-major) and whether
