@@ -65,6 +65,22 @@ bool operand_ok(const void* ptr, int64_t ld, int64_t rows, int64_t batch_stride,
   return true;
 }
 
+// K slices (measured on an H200, bf16, M <= 64, N in {4096, 14336}, see
+// docs/skinny.md): about one CTA per SM is best, not two: S = the largest
+// power of two <= 8 with tiles * S <= 1.2 * SMs, each slice >= 4 k-blocks.
+// (N = 4096, M = 16: S = 4, 128 CTAs: 0.96-1.00x cuBLAS; S = 8 lost 20%,
+// S = 1, 2 lost 15-50%.  N = 14336: S = 1, 112 CTAs.)
+int auto_splits(int64_t tiles, int64_t k_blocks, const Launch& l, const DeviceInfo& dev) {
+  const int64_t budget = std::max<int64_t>(1, (12 * static_cast<int64_t>(std::max(dev.num_sms, 1))) / 10);
+  int splits = 1;
+  while (splits < 8 && tiles * splits * 2 <= budget && k_blocks >= 4 * splits * 2) splits *= 2;
+  // A K-major B (x @ W.T) read by fewer, longer slices measured slower for
+  // BM = 16 (cluster reduction): N = 14336, M <= 16: 0.86-0.88x at S = 1
+  // against 0.92-0.93x at S = 2 (but M = 32: 0.94x at S = 1, 0.89x at S = 2).
+  if (use_clusters(dev) && l.bm == 16 && l.b_kmajor && splits == 1 && k_blocks >= 16) splits = 2;
+  return splits;
+}
+
 // The problem as the kernel sees it, in the orientation with the small
 // dimension as M; false when the kernel cannot take it.
 bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
@@ -100,8 +116,8 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   q.c_batch = p.c_batch_stride;
   q.c_rs = swap ? 1 : p.c_row_stride;
   q.c_cs = swap ? p.c_row_stride : 1;
-  l.batch = static_cast<int>(std::min<int64_t>(p.batch, kMaxInt));
   if (p.batch > 65535) return false;
+  l.batch = static_cast<int>(p.batch);
 
   // Block height: the smallest that covers M (rows past M are zero-filled
   // and cost tensor-core time, not memory traffic), at most the cap.
@@ -110,34 +126,17 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   if (ceil_div(q.N, skinny::kBN) > 65535) return false;
   const int64_t k_blocks = ceil_div(q.K, skinny::kBK);
 
-  // K slices (measured on an H200, bf16, M <= 64, N in {4096, 14336}, see
-  // docs/skinny.md): about one CTA per SM is best, not two: S = the largest
-  // power of two <= 8 with tiles * S <= 1.2 * SMs, each slice >= 4 k-blocks.
-  // (N = 4096, M = 16: S = 4, 128 CTAs: 0.96-1.00x cuBLAS; S = 8 lost 20%,
-  // S = 1, 2 lost 15-50%.  N = 14336: S = 1, 112 CTAs.)  On sm_90a the
-  // slices of a tile with BM <= 32 are one cluster reduced on chip; BM = 64
-  // measured better through the workspace (0.77-0.80x vs 0.70-0.75x at
-  // N = 4096), as does any other GPU.
-  q.cluster_reduce = use_clusters(dev) && l.bm <= 32;
-  int splits = 1;
   const int forced = forced_splits();
-  if (forced > 0) {
-    splits = forced;
-  } else {
-    const int64_t budget = std::max<int64_t>(1, (12 * static_cast<int64_t>(std::max(dev.num_sms, 1))) / 10);
-    while (splits < 8 && tiles * splits * 2 <= budget && k_blocks >= 4 * splits * 2) splits *= 2;
-    // A K-major B (x @ W.T) read by fewer, longer slices measured slower
-    // for BM = 16: N = 14336, M <= 16: 0.86-0.88x at S = 1 against
-    // 0.92-0.93x at S = 2 (but M = 32: 0.94x at S = 1, 0.89x at S = 2).
-    if (q.cluster_reduce && l.bm == 16 && l.b_kmajor && splits == 1 && k_blocks >= 16) splits = 2;
-  }
-  splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(splits, k_blocks)));
+  const int splits = static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(forced > 0 ? forced : auto_splits(tiles, k_blocks, l, dev), k_blocks)));
   q.k_blocks_per_split = static_cast<int>(ceil_div(k_blocks, splits));
   q.splits = static_cast<int>(ceil_div(k_blocks, q.k_blocks_per_split));  // no empty slice
-  // (a forced S that is not 2, 4 or 8 takes the workspace path; forcing S
-  // also forces the cluster reduction for BM = 64 unless TILED_SKINNY_CLUSTER=0)
-  if (forced > 0 && use_clusters(dev)) q.cluster_reduce = true;
-  if (q.splits != 2 && q.splits != 4 && q.splits != 8) q.cluster_reduce = false;
+  // Cluster reduction (sm_90a) needs S in {2, 4, 8}.  With the automatic S
+  // it serves BM <= 32 only: BM = 64 measured better through the workspace
+  // (0.77-0.80x vs 0.70-0.75x at N = 4096).  A forced S uses it for any BM
+  // unless TILED_SKINNY_CLUSTER=0.
+  const bool cluster_size = q.splits == 2 || q.splits == 4 || q.splits == 8;
+  q.cluster_reduce = use_clusters(dev) && cluster_size && (forced > 0 || l.bm <= 32);
   if (ceil_div(q.M, l.bm) * q.splits > kMaxInt) return false;
   l.deep = deep_pipeline() &&
            static_cast<size_t>(skinny::smem_bytes(l.bm, true)) <= dev.max_smem_per_block_optin;
