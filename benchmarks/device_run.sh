@@ -116,4 +116,27 @@ if has sweep; then
   timeout ${SWEEP_TIMEOUT:-300} $PY benchmarks/sweep.py --dtype "${SWEEP_DTYPE:-bf16}" --out "$OUT/results" >>"$LOG" 2>&1
   say "sweep rc=$?"
 fi
+if has explore; then
+  # Settings A/B on chosen shapes, one process: EXPLORE="cases... -- variants..."
+  # e.g. EXPLORE="4096x4096x4096 128x4096x4096:NT -- base:- coop:TILED_SM90_SCHEDULE=cooperative"
+  say "explore: ${EXPLORE:-}"
+  cases=${EXPLORE%% -- *}; variants=${EXPLORE#* -- }
+  timeout ${EXPLORE_TIMEOUT:-300} $PY benchmarks/explore.py --dtype "${EXPLORE_DTYPE:-bf16}" --cases $cases \
+    --variants $variants --out "$OUT/results" >>"$LOG" 2>&1
+  say "explore rc=$?"
+fi
+if has ncu; then
+  # Nsight Compute on chosen cases: NCU_CASES="M,N,K,layout,ENV=v;ENV2=v ..." (env part optional),
+  # the first matching kernel after 3 warm-up calls; one text report per case in $OUT/ncu.
+  mkdir -p "$OUT/ncu"
+  for c in ${NCU_CASES:-}; do
+    IFS=, read -r m n k lay envs <<<"$c"
+    name="${m}x${n}x${k}-${lay}${envs:+-$(echo "$envs" | tr ';=' '_-')}"
+    say "ncu: $name"
+    env $(echo "${envs:-}" | tr ';' ' ') timeout 120 ncu --clock-control none -k "regex:${NCU_KERNELS:-sm90_gemm|skinny_kernel|simt|ladder}" \
+      --launch-skip 3 --launch-count 1 --set full --import-source no \
+      $PY benchmarks/profile_case.py "$m" "$n" "$k" --layout "$lay" --iters 5 >"$OUT/ncu/$name.txt" 2>&1
+    say "ncu rc=$? ($(grep -m1 -E 'Duration' "$OUT/ncu/$name.txt" | tr -s ' '))"
+  done
+fi
 say "done"
