@@ -73,6 +73,22 @@ def assert_close_rel(out, ref, dtype, tol=None):
     assert err <= tol, f"relative error {err:.3e} > {tol:.1e}"
 
 
+def assert_close_bound(out, a, b, bias, dtype, tol=None):
+    """Error against the float64 reference, relative to |A| |B| + |bias|
+    (the scale of a dot product's rounding error) instead of to the result:
+    a single long dot product (M = N = 1) can cancel to a small value, where
+    out-relative error says nothing about the kernel."""
+    tol = REL_TOL[dtype] if tol is None else tol
+    ref = reference(a, b, bias)
+    assert out.shape == ref.shape, (out.shape, ref.shape)
+    assert torch.isfinite(out).all(), "output has non-finite elements (unwritten or overflow)"
+    scale = torch.matmul(a.double().abs(), b.double().abs())
+    if bias is not None:
+        scale = scale + bias.double().abs()
+    err = (out.double() - ref).norm().item() / max(scale.norm().item(), 1e-300)
+    assert err <= tol, f"error {err:.3e} of |A||B| > {tol:.1e}"
+
+
 @contextlib.contextmanager
 def poisoned_outputs(device, numel, dtype):
     """Fill the allocator's next block with NaN so an element the kernel fails

@@ -49,23 +49,34 @@ def num_sms():
     return torch.cuda.get_device_properties(0).multi_processor_count
 
 
-def expected_tile(M, N, batch=1, dtype=None):
-    """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides:
+def expected_tile(M, N, batch=1, dtype=None, K=None):
+    """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides.
     16-bit problems with >= 2 waves of 128x128 tiles run ping-pong 128x128
-    (2-CTA clusters when there are >= 2 tile rows); otherwise 128x128 unless
-    128x256 needs fewer weighted waves (a 128x128 tile costs 0.5/0.9 of a
-    128x256 one)."""
+    (2-CTA clusters over tile-row pairs when there are >= 2 tile rows) unless
+    the cooperative 128x256 schedule needs fewer weighted waves (a ping-pong
+    tile costs 0.5, a 128x256 one 1/0.97).  Otherwise, with K given: split K
+    over 2-CTA clusters when the 128x128 tiles fill at most half the SMs and
+    there are >= 32 k-blocks.  Otherwise 128x128 unless 128x256 needs fewer
+    weighted waves (a 128x128 tile costs 0.5/0.9 of a 128x256 one)."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    sms = num_sms()
     tm = cdiv(M, 128)
-    if dtype in HALF and tm * cdiv(N, 128) * batch >= 2 * num_sms():
-        return "128x128ppc2" if tm >= 2 else "128x128pp"
-    w256 = cdiv(tm * cdiv(N, 256) * batch, num_sms())
-    w128 = cdiv(tm * cdiv(N, 128) * batch, num_sms())
+    tiles128 = tm * cdiv(N, 128) * batch
+    w256 = cdiv(tm * cdiv(N, 256) * batch, sms)
+    w128 = cdiv(tiles128, sms)
+    if dtype in HALF and tiles128 >= 2 * sms:
+        pair = 2 if tm >= 2 else 1
+        wpp = cdiv(cdiv(tm, pair) * cdiv(N, 128) * batch, sms // pair)
+        if wpp * 97 <= w256 * 200:
+            return "128x128ppc2" if tm >= 2 else "128x128pp"
+        return "128x256"
+    if K is not None and tiles128 * 2 <= sms and cdiv(K, 32 if dtype == torch.float32 else 64) >= 32:
+        return "128x128sk2"
     return "128x128" if w128 * 5 < w256 * 9 else "128x256"
 
 
-def expected_name(dtype, M, N, layout, batch=1):
-    return f"sm90_{TAG[dtype]}_{expected_tile(M, N, batch, dtype)}_{layout.lower()}"
+def expected_name(dtype, M, N, layout, batch=1, K=None):
+    return f"sm90_{TAG[dtype]}_{expected_tile(M, N, batch, dtype, K)}_{layout.lower()}"
 
 
 # Shapes that select each tile config (on a 132-SM H100/H200).
@@ -415,13 +426,8 @@ def expected_split(M, N, K, setting, dtype=torch.bfloat16, batch=1):
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     tiles = cdiv(M, 128) * cdiv(N, 128) * batch
     kb = cdiv(K, 32 if dtype == torch.float32 else 64)
-    if setting == "auto":
-        if tiles * 2 > num_sms():
-            return 0
-        for s in (8, 4, 2):
-            if tiles * s <= num_sms() and kb >= 2 * s:
-                return s
-        return 0
+    if setting == "auto":  # the default: S = 2 when the tiles fill <= half the SMs, >= 32 k-blocks
+        return 2 if tiles * 2 <= num_sms() and kb >= 32 else 0
     v = int(setting)
     s = 8 if v >= 8 else 4 if v >= 4 else 2 if v >= 2 else 0
     while s > kb:
@@ -455,17 +461,38 @@ def test_splitk(monkeypatch, setting, dtype, layout):
         exact_check(M, N, K, dtype, layout)
 
 
-def test_splitk_auto_picks(monkeypatch):
-    # The decode / small-batch shapes the switch is for.
-    monkeypatch.setenv("TILED_SM90_SPLITK", "auto")
-    for M, N, K in [(16, 4096, 4096), (128, 4096, 4096), (1024, 1024, 1024)]:
+@pytest.mark.parametrize("setting", ["auto", None])
+def test_splitk_auto_picks(monkeypatch, setting):
+    # The mid-size shapes the automatic split is for; unset = "auto".
+    if setting is None:
+        monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
+    else:
+        monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    for M, N, K in [(16, 4096, 4096), (128, 4096, 4096), (256, 4096, 4096), (200, 1000, 2048)]:
         a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
-        s = expected_split(M, N, K, "auto")
-        assert s >= 2, (M, N, K)
-        assert kernel_name(a, b) == variant_name(torch.bfloat16, f"128x128sk{s}", "NN")
+        assert expected_split(M, N, K, "auto") == 2, (M, N, K)
+        assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x128sk2", "NN")
+        assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K)
         check(a, b, torch.bfloat16)
-    a, b = make_operands(4096, 4096, 4096, torch.bfloat16, "cuda", "NN")
-    assert "sk" not in kernel_name(a, b)  # enough tiles: no split
+    # too few k-blocks per CTA (1024^3: 16), or enough tiles: no split
+    for M, N, K in [(1024, 1024, 1024), (4096, 4096, 4096), (2048, 2048, 2048)]:
+        a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
+        assert "sk" not in kernel_name(a, b), (M, N, K)
+        assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K)
+    monkeypatch.setenv("TILED_SM90_SPLITK", "0")  # off
+    a, b = make_operands(128, 4096, 4096, torch.bfloat16, "cuda", "NN")
+    assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x128", "NN")
+
+
+def test_wave_cost_schedule():
+    # M = 777, N = 14336: 7 tile rows run as 4 pairs (8 rows) in ping-pong,
+    # 7 waves of pairs, against 3 waves of 128x256 tiles: cooperative 128x256.
+    # M = 768 (6 rows, no padding row): ping-pong clusters.
+    for M, want in [(777, "128x256"), (768, "128x128ppc2")]:
+        a, b = make_operands(M, 14336, 64, torch.bfloat16, "cuda", "NN")
+        assert expected_tile(M, 14336, 1, torch.bfloat16) == want, M
+        assert kernel_name(a, b) == variant_name(torch.bfloat16, want, "NN"), M
+        check(a, b, torch.bfloat16)
 
 
 def test_splitk_tf32(monkeypatch, tf32):

@@ -101,6 +101,8 @@ std::vector<Settings> candidates(const GemmProblem& p) {
       out.push_back({{"TILED_SM90_SCHEDULE", "cooperative"}, {"TILED_SM90_CLUSTER", "2"}});
       out.push_back({{"TILED_SM90_SCHEDULE", "pingpong"}, {"TILED_SM90_CLUSTER", "2"}});
     }
+    // K split over clusters (the automatic one is S = 2 where tiles are few).
+    for (const char* s : {"0", "2", "4"}) out.push_back({{"TILED_SM90_SPLITK", s}});
   }
   return out;
 }

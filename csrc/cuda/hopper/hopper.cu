@@ -66,18 +66,34 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // flip them: TILED_SM90_SCHEDULE=cooperative|pingpong, TILED_SM90_CLUSTER=1|2.
   const int64_t tiles128 = tm * ceil_div(p.N, 128) * p.batch;
   const char* sched = setting("TILED_SM90_SCHEDULE");
-  // TILED_SM90_SMALLM=1 (opt-in, not yet measured): cooperative consumer
+  // TILED_SM90_SMALLM=1 (opt-in, measured no gain): cooperative consumer
   // warpgroups skip the math of 64-row slabs wholly past M (for M <= 64 the
   // tensor cores do half the work), and M <= 64 stays cooperative instead of
   // the automatic ping-pong (which computes all 128 rows of every tile).
   c.skip_idle_slabs = setting_is("TILED_SM90_SMALLM", "1");
-  const bool auto_pp = p.dtype != DType::f32 && tiles128 >= 2 * sms && !(c.skip_idle_slabs && p.M <= 64);
+  // Automatic ping-pong (16-bit, >= 2 waves of 128x128 tiles) unless the
+  // cooperative 128x256 schedule finishes in fewer weighted waves.  Ping-pong
+  // runs in 2-CTA clusters over tile-row pairs, so an odd tile-row count
+  // costs a whole extra row of tiles (M = 777: 7 tile rows run as 8), and the
+  // pairs fill sms/2 cluster slots.  Cost in 128x256-tile units: a ping-pong
+  // tile 0.5, a cooperative 128x256 tile 1/0.97 (measured ~3% slower per
+  // flop on an H200).  M = 777, N = 14336: 7 waves of pairs (3.5) against 3
+  // waves of 128x256 (3.09) -> cooperative, 188.8 -> 157.8 us measured.
+  bool auto_pp = p.dtype != DType::f32 && tiles128 >= 2 * sms && !(c.skip_idle_slabs && p.M <= 64);
+  if (auto_pp) {
+    const int64_t pair = tm >= 2 ? 2 : 1;
+    const int64_t slots = sms / pair > 0 ? sms / pair : 1;
+    const int64_t waves_pp = ceil_div(ceil_div(tm, pair) * ceil_div(p.N, 128) * p.batch, slots);
+    auto_pp = waves_pp * 97 <= waves256 * 200;
+  }
   const bool pp = sched && std::strcmp(sched, "pingpong") == 0     ? true
                   : sched && std::strcmp(sched, "cooperative") == 0 ? false
                                                                      : auto_pp;
   if (pp) {
     c.tile = Tile::k128x128;
     c.pingpong = true;
+  } else if (!sched && p.dtype != DType::f32 && tiles128 >= 2 * sms) {
+    c.tile = Tile::k128x256;  // the cooperative alternative weighed above
   }
   // 2-CTA clusters with B multicast (16-bit types, 128x256 cooperative or
   // 128x128 ping-pong, >= 2 tile rows): on with the automatic ping-pong
@@ -86,23 +102,21 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (pp && !sched);
   if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
     c.cluster = 2;
-  // TILED_SM90_SPLITK=auto|2|4|8: split K over a cluster of CTAs per
-  // 128x128 tile when the tiles fill at most half the SMs (ping-pong and
-  // clusters-along-M take precedence).  auto: the largest S in {8, 4, 2}
-  // with tiles * S <= SMs and >= 2 k-blocks per CTA; a number forces S
-  // (lowered to fit the k-block count), whatever the tile count.
+  // Split K over a cluster of S CTAs per 128x128 tile (cooperative, no
+  // cluster along M).  TILED_SM90_SPLITK unset or "auto": S = 2 when the
+  // 128x128 tiles fill at most half the SMs and every CTA keeps >= 16
+  // k-blocks (K >= 2048 in 16-bit types); measured on an H200, bf16 NN,
+  // paired with cuBLAS: 128x4096x4096 0.68 -> 0.78, 256x4096x4096 0.82 ->
+  // 0.875, 1024^3 (8 k-blocks per CTA) 0.69 -> 0.67, so not there.  Larger
+  // S lose: clusters of 4 fit only 30 at a time on 132 SMs (GPC packing),
+  // so 32 tiles x 4 ran as two waves (0.61).  "0" turns it off; a number
+  // forces S (lowered to fit the k-block count), whatever the tile count.
   const char* sk = setting("TILED_SM90_SPLITK");
-  if (sk && sk[0] != '\0' && std::strcmp(sk, "0") != 0 && !c.pingpong && c.cluster == 1) {
-    const int64_t tiles128 = tm * ceil_div(p.N, 128) * p.batch;
+  if (!(sk && std::strcmp(sk, "0") == 0) && !c.pingpong && c.cluster == 1) {
     const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);
     int s = 0;
-    if (std::strcmp(sk, "auto") == 0) {
-      if (tiles128 * 2 <= sms)
-        for (int cand = 8; cand >= 2; cand /= 2)
-          if (tiles128 * cand <= sms && k_blocks >= 2 * cand) {
-            s = cand;
-            break;
-          }
+    if (!sk || sk[0] == '\0' || std::strcmp(sk, "auto") == 0) {
+      if (tiles128 * 2 <= sms && k_blocks >= 2 * 16) s = 2;
     } else {
       const long v = std::strtol(sk, nullptr, 10);
       s = v >= 8 ? 8 : v >= 4 ? 4 : v >= 2 ? 2 : 0;
