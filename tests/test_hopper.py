@@ -51,24 +51,25 @@ def num_sms():
 
 def expected_tile(M, N, batch=1, dtype=None, K=None):
     """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides.
-    16-bit problems with >= 2 waves of 128x128 tiles run ping-pong 128x128
-    (2-CTA clusters over tile-row pairs when there are >= 2 tile rows) unless
-    the cooperative 128x256 schedule needs fewer weighted waves (a ping-pong
-    tile costs 0.5, a 128x256 one 1/0.97).  Otherwise, with K given: split K
-    over 2-CTA clusters when the 128x128 tiles fill at most half the SMs and
-    there are >= 32 k-blocks.  Otherwise 128x128 unless 128x256 needs fewer
-    weighted waves (a 128x128 tile costs 0.5/0.9 of a 128x256 one)."""
+    16-bit problems with >= 1.5 waves of 128x128 tiles run ping-pong 128x128
+    (in 2-CTA clusters over tile-row pairs with >= 4 waves and >= 2 tile
+    rows) unless the cooperative 128x256 schedule needs fewer weighted waves
+    (a ping-pong tile costs 0.5, a 128x256 one 1/0.97).  Otherwise, with K
+    given: split K over 2-CTA clusters when the 128x128 tiles fill at most
+    half the SMs and there are >= 32 k-blocks.  Otherwise 128x128 unless
+    128x256 needs fewer weighted waves (a 128x128 tile costs 0.5/0.9)."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms = num_sms()
     tm = cdiv(M, 128)
     tiles128 = tm * cdiv(N, 128) * batch
     w256 = cdiv(tm * cdiv(N, 256) * batch, sms)
     w128 = cdiv(tiles128, sms)
-    if dtype in HALF and tiles128 >= 2 * sms:
-        pair = 2 if tm >= 2 else 1
+    if dtype in HALF and 2 * tiles128 >= 3 * sms:
+        cluster = tm >= 2 and tiles128 >= 4 * sms
+        pair = 2 if cluster else 1
         wpp = cdiv(cdiv(tm, pair) * cdiv(N, 128) * batch, sms // pair)
         if wpp * 97 <= w256 * 200:
-            return "128x128ppc2" if tm >= 2 else "128x128pp"
+            return "128x128ppc2" if cluster else "128x128pp"
         return "128x256"
     if K is not None and tiles128 * 2 <= sms and cdiv(K, 32 if dtype == torch.float32 else 64) >= 32:
         return "128x128sk2"
@@ -154,13 +155,13 @@ def check(a, b, dtype, bias=True, tol=None, name=None):
 def test_every_config_random(dtype, layout):
     for M, N, K in [(SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
-        check(a, b, dtype, name=expected_name(dtype, M, N, layout))
+        check(a, b, dtype, name=expected_name(dtype, M, N, layout, K=K))
 
 
 def test_tf32_configs(tf32):
     for M, N, K in [(SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
         a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
-        check(a, b, torch.float32, tol=TF32_TOL, name=expected_name(torch.float32, M, N, "NT"))
+        check(a, b, torch.float32, tol=TF32_TOL, name=expected_name(torch.float32, M, N, "NT", K=K))
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
@@ -307,9 +308,11 @@ def test_float64_is_not_hopper():
 # ------------------------------------------------------------------ opt-in: 2-CTA clusters, B multicast
 
 def cluster_name(dtype, M, N, layout, batch=1):
-    # Clusters apply to the 128x256 config only (on a 132-SM part these shapes pick it).
+    # TILED_SM90_CLUSTER=2 also puts the automatic ping-pong (>= 2 tile rows) in clusters.
     name = expected_name(dtype, M, N, layout, batch)
-    return name.replace("128x256", "128x256c2")
+    if -(-M // 128) >= 2:
+        name = name.replace("128x128pp_", "128x128ppc2_")
+    return name.replace("128x256_", "128x256c2_")
 
 
 @pytest.fixture
