@@ -135,8 +135,15 @@ if has ncu; then
     say "ncu: $name"
     env $(echo "${envs:-}" | tr ';' ' ') timeout 120 ncu --clock-control none -k "regex:${NCU_KERNELS:-sm90_gemm|skinny_kernel|simt|ladder}" \
       --launch-skip 3 --launch-count 1 --set full --import-source no \
-      $PY benchmarks/profile_case.py "$m" "$n" "$k" --layout "$lay" --iters 5 >"$OUT/ncu/$name.txt" 2>&1
+      ${NCU_SOURCE:+-o "/tmp/$name"} $PY benchmarks/profile_case.py "$m" "$n" "$k" --layout "$lay" --iters 5 \
+      >"$OUT/ncu/$name.txt" 2>&1
     say "ncu rc=$? ($(grep -m1 -E 'Duration' "$OUT/ncu/$name.txt" | tr -s ' '))"
+    if [ -n "${NCU_SOURCE:-}" ] && [ -f "/tmp/$name.ncu-rep" ]; then
+      # Per-SASS-instruction stall samples (where the warps wait) and every collected metric.
+      ncu -i "/tmp/$name.ncu-rep" --page source --csv --print-source sass >"$OUT/ncu/$name.sass.csv" 2>&1
+      ncu -i "/tmp/$name.ncu-rep" --page raw --csv >"$OUT/ncu/$name.raw.csv" 2>&1
+      ncu -i "/tmp/$name.ncu-rep" --page details >"$OUT/ncu/$name.txt" 2>&1
+    fi
   done
 fi
 say "done"
