@@ -146,4 +146,10 @@ if has ncu; then
     fi
   done
 fi
+# The device tool returns at most 8 files: pack the result folders.
+for d in results ncu; do
+  if [ -d "$OUT/$d" ] && [ -n "$(ls -A "$OUT/$d")" ]; then
+    tar -czf "$OUT/$d.tgz" -C "$OUT" "$d" && rm -rf "${OUT:?}/$d"
+  fi
+done
 say "done"

@@ -653,3 +653,53 @@ def test_smallm_deterministic(smallm, dtype):
     first = gemm(a, b, bias)
     for _ in range(3):
         assert torch.equal(gemm(a, b, bias), first)
+
+
+# ------------------------------------------------------------------ vector epilogue (default) vs checked stores
+# Interior tiles with 4-column-aligned C store 4 consecutive columns per lane
+# after a lane-pair exchange; edge tiles and unaligned C keep the checked
+# stores.  TILED_SM90_VEC_EPILOGUE=0 forces the checked stores everywhere:
+# both must give the same bits, for every schedule and layout.
+
+VEC_CASES = [  # (M, N, K, batch, env)
+    (256, 512, 200, None, {}),  # 128x128 cooperative, all interior
+    (300, 1000, 136, None, {}),  # ragged M and N: interior and edge tiles in one launch
+    (2048, 2048, 136, None, {}),  # ping-pong (1.9 waves)
+    (4096, 4096, 72, None, {}),  # ping-pong in 2-CTA clusters
+    (777, 14336, 64, None, {}),  # cooperative 128x256 with an odd tile-row count
+    (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "cooperative"}),  # 128x256
+    (600, 1032, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
+    (200, 1002, 72, None, {}),  # N % 4 == 2: checked stores only
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_vec_epilogue_matches_scalar(monkeypatch, dtype, layout):
+    for M, N, K, batch, env in VEC_CASES:
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        bias = rand((N,), dtype, "cuda")
+        assert kernel_name(a, b).startswith("sm90_"), (M, N, K)
+        vec, _ = run_poisoned(lambda: gemm(a, b, bias), M * N * (batch or 1), dtype, "cuda")
+        assert_close_rel(vec, reference(a, b, bias), dtype)
+        monkeypatch.setenv("TILED_SM90_VEC_EPILOGUE", "0")
+        scalar = gemm(a, b, bias)
+        monkeypatch.delenv("TILED_SM90_VEC_EPILOGUE")
+        assert torch.equal(vec, scalar), (M, N, K, batch, env)
+        for k in env:
+            monkeypatch.delenv(k)
+
+
+def test_vec_epilogue_tf32(tf32, monkeypatch):
+    # fp32 output: 16-byte stores.
+    for M, N, K in [(256, 512, 96), (300, 1000, 136), (2048, 2048, 64)]:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
+        bias = rand((N,), torch.float32, "cuda")
+        vec, _ = run_poisoned(lambda: gemm(a, b, bias), M * N, torch.float32, "cuda")
+        assert_close_rel(vec, reference(a, b, bias), torch.float32, TF32_TOL)
+        monkeypatch.setenv("TILED_SM90_VEC_EPILOGUE", "0")
+        assert torch.equal(vec, gemm(a, b, bias)), (M, N, K)
+        monkeypatch.delenv("TILED_SM90_VEC_EPILOGUE")
+    exact_check(2048, 2048, 256, torch.float32, "NT")

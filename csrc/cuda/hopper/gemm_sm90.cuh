@@ -46,6 +46,7 @@
 
 #include "../../gemm_problem.h"
 #include "../cluster_launch.h"
+#include "../settings.h"
 #include "hopper.h"
 #include "ptx.cuh"
 #include "tensor_map.h"
@@ -63,6 +64,7 @@ struct KernelArgs {
   int k_blocks;
   int a_batched, b_batched;  // 0: operand broadcast over batch (TMA batch coordinate 0)
   int c_pairs_aligned;       // 1: every even column's pair (n, n+1) may be stored as one vector
+  int c_quads_aligned;       // 1: every 4-column group (4i .. 4i+3) may be stored as one vector
   int group_m;               // grouped raster: tile rows per group (>= 1)
   // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
   // wholly at or past M does no math (it still waits on and releases every
@@ -156,6 +158,44 @@ struct OutCast<float> {
     *reinterpret_cast<float2*>(p) = make_float2(x, y);
   }
 };
+
+// Two output elements packed into 32-bit words (one word for 16-bit types,
+// two for fp32), for the interior epilogue's lane exchange and vector stores.
+template <class T>
+struct PairBits;
+template <>
+struct PairBits<__nv_bfloat16> {
+  static constexpr int kWords = 1;
+  __device__ __forceinline__ static void pack(float x, float y, uint32_t (&w)[1]) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+    w[0] = *reinterpret_cast<const uint32_t*>(&v);
+  }
+};
+template <>
+struct PairBits<__half> {
+  static constexpr int kWords = 1;
+  __device__ __forceinline__ static void pack(float x, float y, uint32_t (&w)[1]) {
+    const __half2 v = __floats2half2_rn(x, y);
+    w[0] = *reinterpret_cast<const uint32_t*>(&v);
+  }
+};
+template <>
+struct PairBits<float> {
+  static constexpr int kWords = 2;
+  __device__ __forceinline__ static void pack(float x, float y, uint32_t (&w)[2]) {
+    w[0] = __float_as_uint(x);
+    w[1] = __float_as_uint(y);
+  }
+};
+
+// Stores 2 * kWords 32-bit words (8 or 16 bytes, aligned) as one vector.
+__device__ __forceinline__ void st_global_words(void* p, const uint32_t (&w)[2]) {
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(p), "r"(w[0]), "r"(w[1]) : "memory");
+}
+__device__ __forceinline__ void st_global_words(void* p, const uint32_t (&w)[4]) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+               : "memory");
+}
 
 // Tile index -> (batch, tile row, tile column).  Within a batch, tiles go in
 // groups of kGroupM tile rows, column by column inside a group, so the CTAs
@@ -443,6 +483,60 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const int col_base = tc.tn * kBN + 2 * (lane % 4);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
+      // Interior tile (every row of this warpgroup's slabs < M, every column
+      // < N) with 4-column-aligned C: no per-element checks, and lanes l and
+      // l ^ 1 swap one pair so that each lane holds 4 consecutive columns of
+      // its row (8-byte stores for 16-bit types, 16-byte for fp32; a warp's
+      // store fills whole 32-byte sectors).  Even lane 2p of a quad keeps its
+      // pair of 8-column group 2i and takes lane 2p+1's: columns 16i + 4p ..
+      // +3; odd lane 2p+1 keeps its pair of group 2i+1 and takes lane 2p's:
+      // columns 16i + 8 + 4p .. +3.
+      const int64_t slab_end = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? kBM : (cw + 1) * 64);
+      if (args.c_quads_aligned && slab_end <= args.M && tc.tn * kBN + kBN <= args.N) {
+        using Bits = PairBits<T>;
+        constexpr int kW = Bits::kWords;
+        const int quad_lane = lane % 4;
+        const bool odd = (quad_lane & 1) != 0;
+        const int lane_col = tc.tn * kBN + 8 * (quad_lane & 1) + 4 * (quad_lane >> 1);
+        T* rows[kSubM][2];
+#pragma unroll
+        for (int m = 0; m < kSubM; ++m)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            rows[m][h] = c +
+                         (static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64 + warp * 16 + lane / 4 +
+                          8 * h) * args.c_row_stride +
+                         lane_col;
+#pragma unroll
+        for (int i = 0; i < kBN / 16; ++i) {
+          float bx[2] = {0.f, 0.f}, by[2] = {0.f, 0.f};
+          if (bias) {
+#pragma unroll
+            for (int g = 0; g < 2; ++g) {
+              bx[g] = OutCast<T>::load(bias + col_base + 8 * (2 * i + g));
+              by[g] = OutCast<T>::load(bias + col_base + 8 * (2 * i + g) + 1);
+            }
+          }
+#pragma unroll
+          for (int m = 0; m < kSubM; ++m) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              uint32_t p0[kW], p1[kW];  // this lane's pairs of groups 2i and 2i+1
+              Bits::pack(acc[m][4 * (2 * i) + 2 * h] + bx[0], acc[m][4 * (2 * i) + 2 * h + 1] + by[0], p0);
+              Bits::pack(acc[m][4 * (2 * i + 1) + 2 * h] + bx[1], acc[m][4 * (2 * i + 1) + 2 * h + 1] + by[1], p1);
+              uint32_t out[2 * kW];
+#pragma unroll
+              for (int w = 0; w < kW; ++w) {
+                const uint32_t recv = __shfl_xor_sync(0xffffffffu, odd ? p0[w] : p1[w], 1);
+                out[w] = odd ? recv : p0[w];
+                out[kW + w] = odd ? p1[w] : recv;
+              }
+              st_global_words(rows[m][h] + 16 * i, out);
+            }
+          }
+        }
+        continue;
+      }
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) {
         const int col = col_base + 8 * j;
@@ -609,6 +703,10 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.b_batched = b_batched;
   args.c_pairs_aligned = pointer_alignment(p.c) >= 2 * es && p.c_row_stride % 2 == 0 &&
                          (p.batch <= 1 || p.c_batch_stride % 2 == 0);
+  // TILED_SM90_VEC_EPILOGUE=0 keeps every tile on the checked scalar/pair
+  // stores (for A/B runs; the vector path is the default).
+  args.c_quads_aligned = pointer_alignment(p.c) >= 4 * es && p.c_row_stride % 4 == 0 &&
+                         (p.batch <= 1 || p.c_batch_stride % 4 == 0) && !setting_is("TILED_SM90_VEC_EPILOGUE", "0");
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;
   args.c = p.c;
