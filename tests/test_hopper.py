@@ -51,26 +51,22 @@ def num_sms():
 
 def expected_tile(M, N, batch=1, dtype=None, K=None):
     """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides.
-    16-bit problems with >= 1.5 waves of 128x128 tiles run ping-pong 128x128
-    (in 2-CTA clusters over tile-row pairs with >= 4 waves and >= 2 tile
-    rows) unless the cooperative 128x256 schedule needs fewer weighted waves
-    (a ping-pong tile costs 0.5, a 128x256 one 1/0.97).  Otherwise, with K
-    given: split K over 2-CTA clusters when the 128x128 tiles fill at most
-    half the SMs and there are >= 32 k-blocks.  Otherwise 128x128 unless
-    128x256 needs fewer weighted waves (a 128x128 tile costs 0.5/0.9)."""
+    16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
+    ping-pong 128x128 in 2-CTA clusters over tile-row pairs unless the
+    cooperative 128x256 schedule needs fewer weighted waves (a ping-pong tile
+    costs 0.5, a 128x256 one 1/0.97).  Otherwise, with K given: split K over
+    2-CTA clusters when the 128x128 tiles fill at most half the SMs and there
+    are >= 32 k-blocks.  Otherwise 128x128 unless 128x256 needs fewer
+    weighted waves (a 128x128 tile costs 0.5/0.9)."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms = num_sms()
     tm = cdiv(M, 128)
     tiles128 = tm * cdiv(N, 128) * batch
     w256 = cdiv(tm * cdiv(N, 256) * batch, sms)
     w128 = cdiv(tiles128, sms)
-    if dtype in HALF and 2 * tiles128 >= 3 * sms:
-        cluster = tm >= 2 and tiles128 >= 4 * sms
-        pair = 2 if cluster else 1
-        wpp = cdiv(cdiv(tm, pair) * cdiv(N, 128) * batch, sms // pair)
-        if wpp * 97 <= w256 * 200:
-            return "128x128ppc2" if cluster else "128x128pp"
-        return "128x256"
+    if dtype in HALF and tm >= 2 and tiles128 >= 4 * sms:
+        wpp = cdiv(cdiv(tm, 2) * cdiv(N, 128) * batch, sms // 2)
+        return "128x128ppc2" if wpp * 97 <= w256 * 200 else "128x256"
     if K is not None and tiles128 * 2 <= sms and cdiv(K, 32 if dtype == torch.float32 else 64) >= 32:
         return "128x128sk2"
     return "128x128" if w128 * 5 < w256 * 9 else "128x256"
@@ -664,10 +660,11 @@ def test_smallm_deterministic(smallm, dtype):
 VEC_CASES = [  # (M, N, K, batch, env)
     (256, 512, 200, None, {}),  # 128x128 cooperative, all interior
     (300, 1000, 136, None, {}),  # ragged M and N: interior and edge tiles in one launch
-    (2048, 2048, 136, None, {}),  # ping-pong (1.9 waves)
+    (2048, 2048, 136, None, {}),  # cooperative 128x256, one wave
+    (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "pingpong"}),  # ping-pong without clusters
     (4096, 4096, 72, None, {}),  # ping-pong in 2-CTA clusters
     (777, 14336, 64, None, {}),  # cooperative 128x256 with an odd tile-row count
-    (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "cooperative"}),  # 128x256
+    (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),  # 128x256c2
     (600, 1032, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
     (200, 1002, 72, None, {}),  # N % 4 == 2: checked stores only
 ]

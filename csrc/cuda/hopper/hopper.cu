@@ -71,25 +71,25 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // tensor cores do half the work), and M <= 64 stays cooperative instead of
   // the automatic ping-pong (which computes all 128 rows of every tile).
   c.skip_idle_slabs = setting_is("TILED_SM90_SMALLM", "1");
-  // Automatic ping-pong (16-bit, >= 1.5 waves of 128x128 tiles) unless the
-  // cooperative 128x256 schedule finishes in fewer weighted waves.  With
-  // >= 4 waves of 128x128 tiles (and >= 2 tile rows) ping-pong runs in 2-CTA
-  // clusters over tile-row pairs: an odd tile-row count then costs a whole
-  // extra row of tiles (M = 777: 7 tile rows run as 8) and the pairs fill
-  // sms/2 cluster slots.  Cost in 128x256-tile units: a ping-pong tile 0.5,
-  // a cooperative 128x256 tile 1/0.97 (measured ~3% slower per flop).
-  // Measured on an H200 (bf16 NN, paired with cuBLAS, commit 15bcc11):
-  // M = 777, N = 14336: ping-pong pairs 7 waves (3.5) vs 128x256 3 waves
-  // (3.09) -> cooperative, 0.69 -> 0.83; 2048^3 (256 tiles, 1.9 waves):
-  // ping-pong 0.905, with clusters 0.852, cooperative 128x256 0.824;
-  // 512x4096x4096: ping-pong 0.905, with clusters 0.853; 4096^3: with
-  // clusters 0.95, without 0.93.
-  bool auto_pp = false, pp_cluster = false;
-  if (p.dtype != DType::f32 && 2 * tiles128 >= 3 * sms && !(c.skip_idle_slabs && p.M <= 64)) {
-    pp_cluster = tm >= 2 && tiles128 >= 4 * sms;
-    const int64_t pair = pp_cluster ? 2 : 1;
-    const int64_t slots = sms / pair > 0 ? sms / pair : 1;
-    const int64_t waves_pp = ceil_div(ceil_div(tm, pair) * ceil_div(p.N, 128) * p.batch, slots);
+  // Automatic ping-pong (16-bit, >= 4 waves of 128x128 tiles, >= 2 tile
+  // rows), always in 2-CTA clusters over tile-row pairs, unless the
+  // cooperative 128x256 schedule finishes in fewer weighted waves: an odd
+  // tile-row count costs the pairs a whole extra row of tiles (M = 777: 7
+  // tile rows run as 8) and the pairs fill sms/2 cluster slots.  Cost in
+  // 128x256-tile units: a ping-pong tile 0.5, a cooperative 128x256 tile
+  // 1/0.97.  Measured on an H200 (bf16 NN, paired with cuBLAS) with the
+  // vector epilogue (de630d5), ping-pong+clusters / cooperative 128x256:
+  // 3000x5000x4096 0.877 / 0.780, 4096x14336x4096 0.982 / 0.953,
+  // 4096x4096x14336 1.018 / 0.986, 1024x14336x4096 1.055 / 1.031 (128x128),
+  // 4096^3 0.974 / 0.975, 8192^3 1.009 / 1.009; below 4 waves cooperative
+  // wins: 512x14336x4096 (3.4 waves) 0.933 / 0.980, and ping-pong without
+  // clusters lost too (777x4096x4096 0.634 / 0.820, 255x14336x4096 0.856 /
+  // 0.976, 2048^3 even).  M = 777, N = 14336: pairs need 7 waves (3.5)
+  // against 3 of 128x256 (3.09) -> cooperative, 0.69 -> 0.83.
+  bool auto_pp = false;
+  if (p.dtype != DType::f32 && tm >= 2 && tiles128 >= 4 * sms && !(c.skip_idle_slabs && p.M <= 64)) {
+    const int64_t slots = sms / 2 > 0 ? sms / 2 : 1;
+    const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * ceil_div(p.N, 128) * p.batch, slots);
     auto_pp = waves_pp * 97 <= waves256 * 200;
     if (!auto_pp && !sched) c.tile = Tile::k128x256;  // the cooperative alternative weighed here
   }
@@ -102,9 +102,9 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   }
   // 2-CTA clusters with B multicast (16-bit types, 128x256 cooperative or
   // 128x128 ping-pong, >= 2 tile rows): with the automatic ping-pong
-  // schedule when it runs >= 4 waves, otherwise only when TILED_SM90_CLUSTER=2.
+  // schedule, otherwise only when TILED_SM90_CLUSTER=2.
   const char* env = setting("TILED_SM90_CLUSTER");
-  const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (pp && !sched && pp_cluster);
+  const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (pp && !sched);
   if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
     c.cluster = 2;
   // Split K over a cluster of S CTAs per 128x128 tile (cooperative, no
