@@ -56,8 +56,9 @@ def expected_tile(M, N, batch=1, dtype=None, K=None):
     cooperative 128x256 schedule needs fewer weighted waves (a ping-pong tile
     costs 0.5, a 128x256 one 1/0.97).  Otherwise, with K given: split K over
     2-CTA clusters when the 128x128 tiles fill at most half the SMs and there
-    are >= 32 k-blocks.  Otherwise 128x128 unless 128x256 needs fewer
-    weighted waves (a 128x128 tile costs 0.5/0.9)."""
+    are >= 32 k-blocks; without a split, 128x64 tiles there.  Otherwise
+    128x128 unless 128x256 needs fewer weighted waves (a 128x128 tile costs
+    0.5/0.9)."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms = num_sms()
     tm = cdiv(M, 128)
@@ -69,6 +70,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=None):
         return "128x128ppc2" if wpp * 97 <= w256 * 200 else "128x256"
     if K is not None and tiles128 * 2 <= sms and cdiv(K, 32 if dtype == torch.float32 else 64) >= 32:
         return "128x128sk2"
+    if tiles128 * 2 <= sms:
+        return "128x64"
     return "128x128" if w128 * 5 < w256 * 9 else "128x256"
 
 
@@ -77,7 +80,8 @@ def expected_name(dtype, M, N, layout, batch=1, K=None):
 
 
 # Shapes that select each tile config (on a 132-SM H100/H200).
-SMALL = (256, 512, 256)  # 128x128
+NARROW = (256, 512, 256)  # 128x64: 8 tiles of 128x128 fill <= half the SMs
+SMALL = (1024, 1280, 256)  # 128x128: 80 tiles, one wave either way
 LARGE = (2048, 2048, 256)  # 128x256: 128 tiles fill one wave, 128x128 would need two
 
 
@@ -120,14 +124,14 @@ def test_a_exact_one_tile(dtype, layout):
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_a_exact_each_tile_config(dtype, layout):
     # Several k-blocks (ring wrap, phase flips) and several tiles per CTA.
-    for M, N, K in (SMALL, LARGE):
+    for M, N, K in (NARROW, SMALL, LARGE):
         a, b = make_operands(M, N, 8, dtype, "cuda", layout)
         assert kernel_name(a, b) == expected_name(dtype, M, N, layout)
         exact_check(M, N, K, dtype, layout)
 
 
 def test_a_exact_tf32(tf32):
-    for M, N, K in (SMALL, LARGE):
+    for M, N, K in (NARROW, SMALL, LARGE):
         a, b = make_operands(M, N, 8, torch.float32, "cuda", "NT")
         assert kernel_name(a, b) == expected_name(torch.float32, M, N, "NT")
         exact_check(M, N, K, torch.float32, "NT")
@@ -149,13 +153,13 @@ def check(a, b, dtype, bias=True, tol=None, name=None):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_every_config_random(dtype, layout):
-    for M, N, K in [(SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
+    for M, N, K in [(NARROW[0], NARROW[1], 1000), (SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
         check(a, b, dtype, name=expected_name(dtype, M, N, layout, K=K))
 
 
 def test_tf32_configs(tf32):
-    for M, N, K in [(SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
+    for M, N, K in [(NARROW[0], NARROW[1], 1000), (SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
         a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
         check(a, b, torch.float32, tol=TF32_TOL, name=expected_name(torch.float32, M, N, "NT", K=K))
 
@@ -480,7 +484,7 @@ def test_splitk_auto_picks(monkeypatch, setting):
         assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K)
     monkeypatch.setenv("TILED_SM90_SPLITK", "0")  # off
     a, b = make_operands(128, 4096, 4096, torch.bfloat16, "cuda", "NN")
-    assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x128", "NN")
+    assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x64", "NN")  # few tiles, no split
 
 
 def test_wave_cost_schedule():
@@ -700,3 +704,32 @@ def test_vec_epilogue_tf32(tf32, monkeypatch):
         assert torch.equal(vec, gemm(a, b, bias)), (M, N, K)
         monkeypatch.delenv("TILED_SM90_VEC_EPILOGUE")
     exact_check(2048, 2048, 256, torch.float32, "NT")
+
+
+# ------------------------------------------------------------------ 128x64 tiles (few tiles, no K split)
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_narrow_tiles(monkeypatch, dtype, layout):
+    # 8-stage ring wraps (K = 1032: 17 k-blocks), ragged M/N/K, batches, bias,
+    # several tiles per CTA when the 128x64 tiles outnumber the SMs.
+    for M, N, K, batch in [(256, 512, 1032, None), (300, 200, 136, None), (1024, 1024, 1000, None),
+                           (136, 264, 520, 3), (640, 1000, 72, None)]:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert kernel_name(a, b) == variant_name(dtype, "128x64", layout), (M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0))
+        if batch is None:
+            exact_check(M, N, K, dtype, layout)
+    monkeypatch.setenv("TILED_SM90_NARROW", "0")
+    a, b = make_operands(256, 512, 256, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x128", layout)
+
+
+def test_narrow_tiles_tf32(tf32):
+    for M, N, K in [(256, 512, 960), (300, 200, 136), (1024, 1024, 512)]:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
+        assert kernel_name(a, b) == variant_name(torch.float32, "128x64", "NT"), (M, N, K)
+        check(a, b, torch.float32, tol=TF32_TOL)
+    exact_check(256, 512, 256, torch.float32, "NT")

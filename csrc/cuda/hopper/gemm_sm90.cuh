@@ -115,7 +115,7 @@ struct Sm90Config {
   static constexpr int kABytes = kBM * kBK * kElemBytes;  // 16 KB
   static constexpr int kBBytes = kBN * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr Tile kTile = kBN == 256 ? Tile::k128x256 : Tile::k128x128;
+  static constexpr Tile kTile = kBN == 256 ? Tile::k128x256 : kBN == 128 ? Tile::k128x128 : Tile::k128x64;
   static constexpr int kStages = tile_stages(kTile);
   // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
   // then 2 barriers of 8 bytes per stage.
@@ -123,7 +123,8 @@ struct Sm90Config {
   static_assert(kSmemBytes == tile_smem_bytes(kTile), "host and kernel agree on shared memory");
   // 16-bit types only for MN-major (wgmma has no transpose for tf32).
   static_assert(!(kAMN || kBMN) || kElemBytes == 2, "MN-major operands need a 16-bit type");
-  static_assert(kBN == 128 || kBN == 256, "instantiated wgmma N sizes");
+  static_assert(kBN == 64 || kBN == 128 || kBN == 256, "instantiated wgmma N sizes");
+  static_assert(kBN != 64 || (kCluster == 1 && !kPingPong && !kSplitK), "128x64: cooperative, no cluster");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
   static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
@@ -768,6 +769,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       TILED_SM90_LAYOUTS(128, 1, true)
     }
     if (c.split_k > 1) TILED_SM90_LAYOUTS(128, 1, false, true)
+    if (c.tile == Tile::k128x64) TILED_SM90_LAYOUTS(64, 1, false)
     TILED_SM90_LAYOUTS(128, 1, false)
 #undef TILED_SM90_LAYOUTS
   } else {
@@ -775,6 +777,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c);
     if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c);
     if (c.split_k > 1) return launch_sm90<Sm90Config<T, 128, false, false, 1, false, true>>(p, dev, stream, c);
+    if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, false, false>>(p, dev, stream, c);
     return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream, c);
   }
 }

@@ -134,6 +134,11 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
       c.split_k = s;
     }
   }
+  // Few tiles and no split: 128x64 tiles double the CTA count (TILED_SM90_NARROW=0: off).
+  // 1024^3: 64 tiles of 128x128 on 132 SMs, one per CTA, 16 k-blocks each,
+  // about half of each CTA's time fill and epilogue -> 128 CTAs of 128x64.
+  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 && tiles128 * 2 <= sms && !setting_is("TILED_SM90_NARROW", "0"))
+    c.tile = Tile::k128x64;
   // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
   if (const char* g = setting("TILED_SM90_GROUPM")) {
     const long v = std::strtol(g, nullptr, 10);
@@ -180,28 +185,29 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   if (!can_run_impl(p, dev)) return nullptr;
   const Choice c = choose(p, dev);
   // "sm90_<dtype>_<variant>_<a><b>" with BLAS letters: a/b 'n' row-major,
-  // 't' column-major.  Variants: 128x256, 128x128 (cooperative), 128x256c2
+  // 't' column-major.  Variants: 128x256, 128x128, 128x64 (cooperative), 128x256c2
   // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
   // (split-K over a cluster of 2/4/8 CTAs).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  static const char* const kVariants[8] = {"128x256",   "128x128",     "128x256c2",   "128x128pp",
-                                           "128x128ppc2", "128x128sk2", "128x128sk4", "128x128sk8"};
+  static const char* const kVariants[9] = {"128x256",     "128x128",    "128x256c2",  "128x128pp", "128x128ppc2",
+                                           "128x128sk2", "128x128sk4", "128x128sk8", "128x64"};
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
-    auto* n = new std::string[3 * 8 * 4];
+    auto* n = new std::string[3 * 9 * 4];
     for (int d = 0; d < 3; ++d)
-      for (int v = 0; v < 8; ++v)
+      for (int v = 0; v < 9; ++v)
         for (int l = 0; l < 4; ++l)
-          n[(d * 8 + v) * 4 + l] = std::string("sm90_") + kDtypes[d] + "_" + kVariants[v] + "_" + kLayouts[l];
+          n[(d * 9 + v) * 4 + l] = std::string("sm90_") + kDtypes[d] + "_" + kVariants[v] + "_" + kLayouts[l];
     return n;
   }();
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
   const int v = c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
                 : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
                 : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : 0)
-                                               : 1;
+                : c.tile == Tile::k128x64  ? 8
+                                           : 1;
   const int l = (c.a_mn ? 2 : 0) + (c.b_mn ? 1 : 0);
-  return names[(d * 8 + v) * 4 + l].c_str();
+  return names[(d * 9 + v) * 4 + l].c_str();
 }
 
 const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {

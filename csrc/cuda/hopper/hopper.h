@@ -22,7 +22,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
 
 namespace sm90 {
 
-enum class Tile : int { k128x256 = 0, k128x128 = 1 };
+enum class Tile : int { k128x256 = 0, k128x128 = 1, k128x64 = 2 };
 
 struct Choice {
   Tile tile = Tile::k128x256;
@@ -44,8 +44,9 @@ struct Choice {
   bool skip_idle_slabs = false;
 };
 
-constexpr int tile_bn(Tile t) { return t == Tile::k128x256 ? 256 : 128; }
-constexpr int tile_stages(Tile t) { return t == Tile::k128x256 ? 4 : 6; }
+constexpr int tile_bn(Tile t) { return t == Tile::k128x256 ? 256 : t == Tile::k128x128 ? 128 : 64; }
+// Rings of 192 KB: 4 x 48 KB, 6 x 32 KB, 8 x 24 KB.
+constexpr int tile_stages(Tile t) { return t == Tile::k128x256 ? 4 : t == Tile::k128x128 ? 6 : 8; }
 // Every k-block is 128 bytes of K for both operands, whatever the dtype, so
 // a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack and two
 // 8-byte mbarriers per stage.  gemm_sm90.cuh static_asserts the same number.

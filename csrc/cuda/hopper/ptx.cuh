@@ -231,10 +231,12 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 // type and N (the accumulator has N/2 registers per thread).  `accumulate`
 // == 0 overwrites D (first k-step of a tile).  kTA/kTB: 0 = K-major, 1 =
 // MN-major (bf16/f16 only; tf32 is K-major only).  The long operand lists
-// are spelled once, below, for 64 and 128 accumulator registers.
-#define TILED_WGMMA_REGS64 \
+// are spelled once, below, for 32, 64 and 128 accumulator registers.
+#define TILED_WGMMA_REGS32 \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define TILED_WGMMA_REGS64 \
+  TILED_WGMMA_REGS32 ", " \
   "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
   "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define TILED_WGMMA_REGS128 \
@@ -243,11 +245,13 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define TILED_WGMMA_ACC64 \
+#define TILED_WGMMA_ACC32 \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define TILED_WGMMA_ACC64 \
+  TILED_WGMMA_ACC32, \
   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
@@ -277,6 +281,8 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS128, TILED_WGMMA_ACC128, "%130", ", %128, %129, p, %131, %132" TRANS)
 #define TILED_WGMMA_N128(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS64, TILED_WGMMA_ACC64, "%66", ", %64, %65, p, %67, %68" TRANS)
+#define TILED_WGMMA_N64(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS32, TILED_WGMMA_ACC32, "%34", ", %32, %33, p, %35, %36" TRANS)
 
 // Compile-time selection by element type and N.
 template <class T, int kN>
@@ -326,6 +332,30 @@ struct Wgmma<float, 128> {
   }
 };
 
+template <>
+struct Wgmma<__nv_bfloat16, 64> {
+  template <int kTA, int kTB>
+  __device__ __forceinline__ static void run(float (&d)[32], uint64_t a, uint64_t b, int acc) {
+    TILED_WGMMA_N64("m64n64k16.f32.bf16.bf16", ", %37, %38");
+  }
+};
+template <>
+struct Wgmma<__half, 64> {
+  template <int kTA, int kTB>
+  __device__ __forceinline__ static void run(float (&d)[32], uint64_t a, uint64_t b, int acc) {
+    TILED_WGMMA_N64("m64n64k16.f32.f16.f16", ", %37, %38");
+  }
+};
+template <>
+struct Wgmma<float, 64> {
+  template <int kTA, int kTB>
+  __device__ __forceinline__ static void run(float (&d)[32], uint64_t a, uint64_t b, int acc) {
+    static_assert(kTA == 0 && kTB == 0, "tf32 wgmma reads K-major operands only");
+    TILED_WGMMA_N64("m64n64k8.f32.tf32.tf32", "");
+  }
+};
+
+#undef TILED_WGMMA_N64
 #undef TILED_WGMMA_N128
 #undef TILED_WGMMA_N256
 #undef TILED_WGMMA
@@ -333,6 +363,8 @@ struct Wgmma<float, 128> {
 #undef TILED_WGMMA_ACC64
 #undef TILED_WGMMA_REGS128
 #undef TILED_WGMMA_REGS64
+#undef TILED_WGMMA_REGS32
+#undef TILED_WGMMA_ACC32
 
 #endif  // __CUDA_ARCH__ && __CUDA_ARCH_FEAT_SM90_ALL
 
