@@ -54,11 +54,10 @@ def expected_tile(M, N, batch=1, dtype=None, K=None):
     16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
     ping-pong 128x128 in 2-CTA clusters over tile-row pairs unless the
     cooperative 128x256 schedule needs fewer weighted waves (a ping-pong tile
-    costs 0.5, a 128x256 one 1/0.97).  Otherwise, with K given: split K over
-    2-CTA clusters when the 128x128 tiles fill at most half the SMs and there
-    are >= 32 k-blocks; without a split, 128x64 tiles there.  Otherwise
-    128x128 unless 128x256 needs fewer weighted waves (a 128x128 tile costs
-    0.5/0.9)."""
+    costs 0.5, a 128x256 one 1/0.97).  Otherwise 128x64 tiles when the
+    128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
+    needs fewer weighted waves (a 128x128 tile costs 0.5/0.9).  K (unused)
+    is kept for callers that pass it: no choice depends on K by default."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms = num_sms()
     tm = cdiv(M, 128)
@@ -68,8 +67,6 @@ def expected_tile(M, N, batch=1, dtype=None, K=None):
     if dtype in HALF and tm >= 2 and tiles128 >= 4 * sms:
         wpp = cdiv(cdiv(tm, 2) * cdiv(N, 128) * batch, sms // 2)
         return "128x128ppc2" if wpp * 97 <= w256 * 200 else "128x256"
-    if K is not None and tiles128 * 2 <= sms and cdiv(K, 32 if dtype == torch.float32 else 64) >= 32:
-        return "128x128sk2"
     if tiles128 * 2 <= sms:
         return "128x64"
     return "128x128" if w128 * 5 < w256 * 9 else "128x256"
@@ -429,7 +426,7 @@ def expected_split(M, N, K, setting, dtype=torch.bfloat16, batch=1):
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     tiles = cdiv(M, 128) * cdiv(N, 128) * batch
     kb = cdiv(K, 32 if dtype == torch.float32 else 64)
-    if setting == "auto":  # the default: S = 2 when the tiles fill <= half the SMs, >= 32 k-blocks
+    if setting == "auto":  # S = 2 when the tiles fill <= half the SMs, >= 32 k-blocks
         return 2 if tiles * 2 <= num_sms() and kb >= 32 else 0
     v = int(setting)
     s = 8 if v >= 8 else 4 if v >= 4 else 2 if v >= 2 else 0
@@ -464,24 +461,22 @@ def test_splitk(monkeypatch, setting, dtype, layout):
         exact_check(M, N, K, dtype, layout)
 
 
-@pytest.mark.parametrize("setting", ["auto", None])
-def test_splitk_auto_picks(monkeypatch, setting):
-    # The mid-size shapes the automatic split is for; unset = "auto".
-    if setting is None:
-        monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
-    else:
-        monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+def test_splitk_auto_picks(monkeypatch):
+    # Opt-in "auto": S = 2 where the 128x128 tiles fill <= half the SMs and K
+    # has >= 32 k-blocks.  Unset: no split; those shapes run 128x64 tiles.
     for M, N, K in [(16, 4096, 4096), (128, 4096, 4096), (256, 4096, 4096), (200, 1000, 2048)]:
         a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
+        monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
+        assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x64", "NN"), (M, N, K)
+        assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K)
+        monkeypatch.setenv("TILED_SM90_SPLITK", "auto")
         assert expected_split(M, N, K, "auto") == 2, (M, N, K)
         assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x128sk2", "NN")
-        assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K)
         check(a, b, torch.bfloat16)
     # too few k-blocks per CTA (1024^3: 16), or enough tiles: no split
     for M, N, K in [(1024, 1024, 1024), (4096, 4096, 4096), (2048, 2048, 2048)]:
         a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
         assert "sk" not in kernel_name(a, b), (M, N, K)
-        assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K)
     monkeypatch.setenv("TILED_SM90_SPLITK", "0")  # off
     a, b = make_operands(128, 4096, 4096, torch.bfloat16, "cuda", "NN")
     assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x64", "NN")  # few tiles, no split

@@ -108,19 +108,21 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
     c.cluster = 2;
   // Split K over a cluster of S CTAs per 128x128 tile (cooperative, no
-  // cluster along M).  TILED_SM90_SPLITK unset or "auto": S = 2 when the
+  // cluster along M), opt-in.  TILED_SM90_SPLITK=auto: S = 2 when the
   // 128x128 tiles fill at most half the SMs and every CTA keeps >= 16
-  // k-blocks (K >= 2048 in 16-bit types); measured on an H200, bf16 NN,
-  // paired with cuBLAS: 128x4096x4096 0.68 -> 0.78, 256x4096x4096 0.82 ->
-  // 0.875, 1024^3 (8 k-blocks per CTA) 0.69 -> 0.67, so not there.  Larger
-  // S lose: clusters of 4 fit only 30 at a time on 132 SMs (GPC packing),
-  // so 32 tiles x 4 ran as two waves (0.61).  "0" turns it off; a number
-  // forces S (lowered to fit the k-block count), whatever the tile count.
+  // k-blocks; a number forces S (lowered to fit the k-block count), whatever
+  // the tile count.  Measured on an H200 (bf16 NN, paired with cuBLAS):
+  // S = 2 beats 128x128 tiles (128x4096x4096 0.68 -> 0.78, 256x4096x4096
+  // 0.83 -> 0.87-0.90) but the 128x64 tiles below beat both (0.84, 0.99),
+  // so it is not the default.  Larger S lose: clusters of 4 fit only 30 at
+  // a time on 132 SMs (GPC packing), so 32 tiles x 4 ran as two waves (0.61).
   const char* sk = setting("TILED_SM90_SPLITK");
   if (!(sk && std::strcmp(sk, "0") == 0) && !c.pingpong && c.cluster == 1) {
     const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);
     int s = 0;
-    if (!sk || sk[0] == '\0' || std::strcmp(sk, "auto") == 0) {
+    if (!sk || sk[0] == '\0') {
+      s = 0;
+    } else if (std::strcmp(sk, "auto") == 0) {
       if (tiles128 * 2 <= sms && k_blocks >= 2 * 16) s = 2;
     } else {
       const long v = std::strtol(sk, nullptr, 10);
@@ -137,6 +139,9 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // Few tiles and no split: 128x64 tiles double the CTA count (TILED_SM90_NARROW=0: off).
   // 1024^3: 64 tiles of 128x128 on 132 SMs, one per CTA, 16 k-blocks each,
   // about half of each CTA's time fill and epilogue -> 128 CTAs of 128x64.
+  // Measured (H200, bf16, paired, 53c3254), 128x128 -> 128x64: 1024^3 0.79
+  // -> 0.92, 512x1024x1024 0.70 -> 0.86, 256x4096x1024 0.83 -> 0.93,
+  // 128x4096x4096 0.68 -> 0.84, 256x4096x4096 0.83 -> 0.99.
   if (!c.pingpong && c.cluster == 1 && c.split_k == 0 && tiles128 * 2 <= sms && !setting_is("TILED_SM90_NARROW", "0"))
     c.tile = Tile::k128x64;
   // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
