@@ -163,21 +163,10 @@ struct OutCast<float> {
 // Two output elements packed into 32-bit words (one word for 16-bit types,
 // two for fp32), for the interior epilogue's lane exchange and vector stores.
 template <class T>
-struct PairBits;
-template <>
-struct PairBits<__nv_bfloat16> {
+struct PairBits {  // bf16 / f16: one word, packed by OutCast's pair store
   static constexpr int kWords = 1;
   __device__ __forceinline__ static void pack(float x, float y, uint32_t (&w)[1]) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
-    w[0] = *reinterpret_cast<const uint32_t*>(&v);
-  }
-};
-template <>
-struct PairBits<__half> {
-  static constexpr int kWords = 1;
-  __device__ __forceinline__ static void pack(float x, float y, uint32_t (&w)[1]) {
-    const __half2 v = __floats2half2_rn(x, y);
-    w[0] = *reinterpret_cast<const uint32_t*>(&v);
+    OutCast<T>::store2(reinterpret_cast<T*>(&w[0]), x, y);
   }
 };
 template <>

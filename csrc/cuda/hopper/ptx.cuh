@@ -14,6 +14,7 @@
 // "wgmma.mma_async" (9.7.15) and "Matrix Descriptor Format" (9.7.15.5.1.2.2).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -284,77 +285,30 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 #define TILED_WGMMA_N64(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS32, TILED_WGMMA_ACC32, "%34", ", %32, %33, p, %35, %36" TRANS)
 
-// Compile-time selection by element type and N.
+// Compile-time selection by element type and N: Wgmma<T, N>::run<kTA, kTB>.
 template <class T, int kN>
 struct Wgmma;
-template <>
-struct Wgmma<__nv_bfloat16, 256> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[128], uint64_t a, uint64_t b, int acc) {
-    TILED_WGMMA_N256("m64n256k16.f32.bf16.bf16", ", %133, %134");
-  }
-};
-template <>
-struct Wgmma<__nv_bfloat16, 128> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[64], uint64_t a, uint64_t b, int acc) {
-    TILED_WGMMA_N128("m64n128k16.f32.bf16.bf16", ", %69, %70");
-  }
-};
-template <>
-struct Wgmma<__half, 256> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[128], uint64_t a, uint64_t b, int acc) {
-    TILED_WGMMA_N256("m64n256k16.f32.f16.f16", ", %133, %134");
-  }
-};
-template <>
-struct Wgmma<__half, 128> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[64], uint64_t a, uint64_t b, int acc) {
-    TILED_WGMMA_N128("m64n128k16.f32.f16.f16", ", %69, %70");
-  }
-};
-template <>
-struct Wgmma<float, 256> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[128], uint64_t a, uint64_t b, int acc) {
-    static_assert(kTA == 0 && kTB == 0, "tf32 wgmma reads K-major operands only");
-    TILED_WGMMA_N256("m64n256k8.f32.tf32.tf32", "");
-  }
-};
-template <>
-struct Wgmma<float, 128> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[64], uint64_t a, uint64_t b, int acc) {
-    static_assert(kTA == 0 && kTB == 0, "tf32 wgmma reads K-major operands only");
-    TILED_WGMMA_N128("m64n128k8.f32.tf32.tf32", "");
-  }
-};
+#define TILED_WGMMA_SPEC(T, N, SHAPE_TYPES, TRANS)                                              \
+  template <>                                                                                  \
+  struct Wgmma<T, N> {                                                                         \
+    template <int kTA, int kTB>                                                                \
+    __device__ __forceinline__ static void run(float (&d)[N / 2], uint64_t a, uint64_t b, int acc) { \
+      static_assert(!std::is_same<T, float>::value || (kTA == 0 && kTB == 0),                  \
+                    "tf32 wgmma reads K-major operands only");                                 \
+      TILED_WGMMA_N##N(SHAPE_TYPES, TRANS);                                                    \
+    }                                                                                          \
+  };
+TILED_WGMMA_SPEC(__nv_bfloat16, 256, "m64n256k16.f32.bf16.bf16", ", %133, %134")
+TILED_WGMMA_SPEC(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", ", %69, %70")
+TILED_WGMMA_SPEC(__nv_bfloat16, 64, "m64n64k16.f32.bf16.bf16", ", %37, %38")
+TILED_WGMMA_SPEC(__half, 256, "m64n256k16.f32.f16.f16", ", %133, %134")
+TILED_WGMMA_SPEC(__half, 128, "m64n128k16.f32.f16.f16", ", %69, %70")
+TILED_WGMMA_SPEC(__half, 64, "m64n64k16.f32.f16.f16", ", %37, %38")
+TILED_WGMMA_SPEC(float, 256, "m64n256k8.f32.tf32.tf32", "")
+TILED_WGMMA_SPEC(float, 128, "m64n128k8.f32.tf32.tf32", "")
+TILED_WGMMA_SPEC(float, 64, "m64n64k8.f32.tf32.tf32", "")
 
-template <>
-struct Wgmma<__nv_bfloat16, 64> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[32], uint64_t a, uint64_t b, int acc) {
-    TILED_WGMMA_N64("m64n64k16.f32.bf16.bf16", ", %37, %38");
-  }
-};
-template <>
-struct Wgmma<__half, 64> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[32], uint64_t a, uint64_t b, int acc) {
-    TILED_WGMMA_N64("m64n64k16.f32.f16.f16", ", %37, %38");
-  }
-};
-template <>
-struct Wgmma<float, 64> {
-  template <int kTA, int kTB>
-  __device__ __forceinline__ static void run(float (&d)[32], uint64_t a, uint64_t b, int acc) {
-    static_assert(kTA == 0 && kTB == 0, "tf32 wgmma reads K-major operands only");
-    TILED_WGMMA_N64("m64n64k8.f32.tf32.tf32", "");
-  }
-};
-
+#undef TILED_WGMMA_SPEC
 #undef TILED_WGMMA_N64
 #undef TILED_WGMMA_N128
 #undef TILED_WGMMA_N256
