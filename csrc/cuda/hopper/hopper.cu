@@ -142,7 +142,9 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // Measured (H200, bf16, paired, 53c3254), 128x128 -> 128x64: 1024^3 0.79
   // -> 0.92, 512x1024x1024 0.70 -> 0.86, 256x4096x1024 0.83 -> 0.93,
   // 128x4096x4096 0.68 -> 0.84, 256x4096x4096 0.83 -> 0.99.
-  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 && tiles128 * 2 <= sms && !setting_is("TILED_SM90_NARROW", "0"))
+  // TILED_SM90_NARROW=1 forces them wherever the schedule is cooperative without clusters or split.
+  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 &&
+      (setting_is("TILED_SM90_NARROW", "1") || (tiles128 * 2 <= sms && !setting_is("TILED_SM90_NARROW", "0"))))
     c.tile = Tile::k128x64;
   // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
   if (const char* g = setting("TILED_SM90_GROUPM")) {
