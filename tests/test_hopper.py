@@ -728,3 +728,15 @@ def test_narrow_tiles_tf32(tf32):
         assert kernel_name(a, b) == variant_name(torch.float32, "128x64", "NT"), (M, N, K)
         check(a, b, torch.float32, tol=TF32_TOL)
     exact_check(256, 512, 256, torch.float32, "NT")
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_narrow_tiles_forced(monkeypatch, dtype):
+    # TILED_SM90_NARROW=1: 128x64 tiles on a full grid (several persistent
+    # tiles per CTA, ring phases carried across tiles).
+    monkeypatch.setenv("TILED_SM90_NARROW", "1")
+    for layout in LAYOUTS:
+        a, b = make_operands(2048, 2048, 136, dtype, "cuda", layout)
+        assert kernel_name(a, b) == variant_name(dtype, "128x64", layout)
+        check(a, b, dtype)
+        exact_check(1536, 1536, 200, dtype, layout)
