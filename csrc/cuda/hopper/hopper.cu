@@ -50,21 +50,15 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   c.a_mn = !p.a.row_major();
   c.b_mn = p.b.row_major();
   const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
-  const int64_t tm = ceil_div(p.M, 128);
+  const int64_t tm = ceil_div(p.M, 128), tn128 = ceil_div(p.N, 128);
+  const int64_t tiles128 = tm * tn128 * p.batch;
   const int64_t waves256 = ceil_div(tm * ceil_div(p.N, 256) * p.batch, sms);
-  const int64_t waves128 = ceil_div(tm * ceil_div(p.N, 128) * p.batch, sms);
+  const int64_t waves128 = ceil_div(tiles128, sms);
   // cost256 = waves256 * 1.0, cost128 = waves128 * 0.5 / 0.9
   c.tile = (waves128 * 5 < waves256 * 9) ? Tile::k128x128 : Tile::k128x256;
-  // Schedule.  Measured on an H200 (A/B runs of commit 613151b, quick shapes,
-  // paired against cuBLAS): for 16-bit types, ping-pong 128x128 tiles with
-  // 2-CTA clusters reached 0.936/0.945x (bf16/fp16) at 4096^3 against 0.904/
-  // 0.903x for the cooperative 128x256 schedule, all layouts 0.93-0.97x, but
-  // lost at 1024^3 (0.65 vs 0.72x) where there are too few tiles to overlap
-  // one warpgroup's epilogue with the other's mainloop; tf32 gained nothing.
-  // So: ping-pong + clusters for 16-bit problems with >= 2 waves of 128x128
-  // tiles.  Environment overrides, read per call so tests and benchmarks can
-  // flip them: TILED_SM90_SCHEDULE=cooperative|pingpong, TILED_SM90_CLUSTER=1|2.
-  const int64_t tiles128 = tm * ceil_div(p.N, 128) * p.batch;
+  // Schedule and clusters below; environment overrides, read per call so
+  // tests and benchmarks can flip them: TILED_SM90_SCHEDULE=cooperative|
+  // pingpong, TILED_SM90_CLUSTER=1|2.
   const char* sched = setting("TILED_SM90_SCHEDULE");
   // TILED_SM90_SMALLM=1 (opt-in, measured no gain): cooperative consumer
   // warpgroups skip the math of 64-row slabs wholly past M (for M <= 64 the
@@ -89,7 +83,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   bool auto_pp = false;
   if (p.dtype != DType::f32 && tm >= 2 && tiles128 >= 4 * sms && !(c.skip_idle_slabs && p.M <= 64)) {
     const int64_t slots = sms / 2 > 0 ? sms / 2 : 1;
-    const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * ceil_div(p.N, 128) * p.batch, slots);
+    const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * tn128 * p.batch, slots);
     auto_pp = waves_pp * 97 <= waves256 * 200;
     if (!auto_pp && !sched) c.tile = Tile::k128x256;  // the cooperative alternative weighed here
   }
@@ -117,12 +111,10 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // so it is not the default.  Larger S lose: clusters of 4 fit only 30 at
   // a time on 132 SMs (GPC packing), so 32 tiles x 4 ran as two waves (0.61).
   const char* sk = setting("TILED_SM90_SPLITK");
-  if (!(sk && std::strcmp(sk, "0") == 0) && !c.pingpong && c.cluster == 1) {
+  if (sk && sk[0] != '\0' && std::strcmp(sk, "0") != 0 && !c.pingpong && c.cluster == 1) {
     const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);
     int s = 0;
-    if (!sk || sk[0] == '\0') {
-      s = 0;
-    } else if (std::strcmp(sk, "auto") == 0) {
+    if (std::strcmp(sk, "auto") == 0) {
       if (tiles128 * 2 <= sms && k_blocks >= 2 * 16) s = 2;
     } else {
       const long v = std::strtol(sk, nullptr, 10);
