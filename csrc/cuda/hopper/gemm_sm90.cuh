@@ -160,21 +160,25 @@ struct OutCast<float> {
   }
 };
 
+// Checked store of one output pair (columns col, col + 1 of a row, the
+// second only when has_second): one vector when C's pairs are aligned.
+template <class T>
+__device__ __forceinline__ void store_pair_checked(T* out, float x, float y, bool has_second, bool pairs_aligned) {
+  if (has_second && pairs_aligned) {
+    OutCast<T>::store2(out, x, y);
+  } else {
+    OutCast<T>::store1(out, x);
+    if (has_second) OutCast<T>::store1(out + 1, y);
+  }
+}
+
 // Two output elements packed into 32-bit words (one word for 16-bit types,
 // two for fp32), for the interior epilogue's lane exchange and vector stores.
 template <class T>
-struct PairBits {  // bf16 / f16: one word, packed by OutCast's pair store
-  static constexpr int kWords = 1;
-  __device__ __forceinline__ static void pack(float x, float y, uint32_t (&w)[1]) {
+struct PairBits {  // one word for bf16 / f16, two for fp32, packed by OutCast's pair store
+  static constexpr int kWords = static_cast<int>(2 * sizeof(T) / 4);
+  __device__ __forceinline__ static void pack(float x, float y, uint32_t (&w)[kWords]) {
     OutCast<T>::store2(reinterpret_cast<T*>(&w[0]), x, y);
-  }
-};
-template <>
-struct PairBits<float> {
-  static constexpr int kWords = 2;
-  __device__ __forceinline__ static void pack(float x, float y, uint32_t (&w)[2]) {
-    w[0] = __float_as_uint(x);
-    w[1] = __float_as_uint(y);
   }
 };
 
@@ -544,15 +548,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             for (int h = 0; h < 2; ++h) {
               const int64_t row = row0 + 8 * h;
               if (row < args.M) {
-                T* out = c + row * args.c_row_stride + col;
-                const float x = acc[m][4 * j + 2 * h] + b0;
-                const float y = acc[m][4 * j + 2 * h + 1] + b1;
-                if (has_second && args.c_pairs_aligned) {
-                  OutCast<T>::store2(out, x, y);
-                } else {
-                  OutCast<T>::store1(out, x);
-                  if (has_second) OutCast<T>::store1(out + 1, y);
-                }
+                store_pair_checked(c + row * args.c_row_stride + col, acc[m][4 * j + 2 * h] + b0,
+                                   acc[m][4 * j + 2 * h + 1] + b1, has_second, args.c_pairs_aligned != 0);
               }
             }
           }
@@ -606,12 +603,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             x += OutCast<T>::load(bias + col);
             if (has_second) y += OutCast<T>::load(bias + col + 1);
           }
-          if (has_second && args.c_pairs_aligned) {
-            OutCast<T>::store2(out + col, x, y);
-          } else {
-            OutCast<T>::store1(out + col, x);
-            if (has_second) OutCast<T>::store1(out + col + 1, y);
-          }
+          store_pair_checked(out + col, x, y, has_second, args.c_pairs_aligned != 0);
         }
       }
     }
