@@ -16,9 +16,7 @@ import os
 
 import torch
 
-from torch_tiled_gemm.bench import _slug, env_info, paired
-
-DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
+from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands, paired, rel_err
 
 
 def parse_case(s):
@@ -31,14 +29,6 @@ def parse_variant(s):
     tag, _, envs = s.partition(":")
     pairs = [] if envs in ("", "-") else [e.split("=", 1) for e in envs.split(",")]
     return tag, {k: v for k, v in pairs}
-
-
-def operands(M, N, K, layout, dt):
-    a = torch.randn(M, K, device="cuda", dtype=dt)
-    if layout[0] == "T":
-        a = torch.randn(K, M, device="cuda", dtype=dt).t()
-    b = torch.randn(N, K, device="cuda", dtype=dt).t() if layout[1] == "T" else torch.randn(K, N, device="cuda", dtype=dt)
-    return a, b
 
 
 def main():
@@ -55,7 +45,7 @@ def main():
     rows = []
     for cs in a.cases:
         M, N, K, layout = parse_case(cs)
-        x, w = operands(M, N, K, layout, dt)
+        x, w = operands(M, N, K, dt, layout, "cuda")
         ref = torch.matmul(x.double(), w.double())
         for vs in a.variants:
             tag, envs = parse_variant(vs)
@@ -63,7 +53,7 @@ def main():
             os.environ.update(envs)
             try:
                 out = torch.ops.tiled.gemm(x, w)
-                err = ((out.double() - ref).norm() / ref.norm()).item()
+                err = rel_err(out, ref)
                 t_ours, t_torch, ratio = paired(lambda: torch.ops.tiled.gemm(x, w), lambda: torch.matmul(x, w), "cuda")
                 kernel = torch.ops.tiled.gemm_kernel_name(x, w)
             finally:

@@ -15,6 +15,7 @@ import argparse
 import torch
 
 import torch_tiled_gemm  # noqa: F401
+from torch_tiled_gemm.bench import operands
 
 DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -31,11 +32,7 @@ def main():
     p.add_argument("--times", action="store_true")
     a = p.parse_args()
     dt = DT[a.dtype]
-    x = torch.randn(a.M, a.K, device="cuda", dtype=dt)
-    if a.layout[0] == "T":
-        x = x.t().contiguous().t()
-    w = torch.randn(a.N, a.K, device="cuda", dtype=dt).t() if a.layout[1] == "T" else \
-        torch.randn(a.K, a.N, device="cuda", dtype=dt)
+    x, w = operands(a.M, a.N, a.K, dt, a.layout, "cuda")
     ours = lambda: torch.ops.tiled.gemm(x, w)  # noqa: E731
     ref = lambda: torch.matmul(x, w)  # noqa: E731
     if not a.times:

@@ -17,9 +17,8 @@ import os
 
 import torch
 
-from torch_tiled_gemm.bench import _slug, env_info, paired
+from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands, paired
 
-DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
 M_VALUES = [1, 2, 3, 4, 8, 16, 17, 31, 32, 64, 100, 128, 255, 256, 512, 777, 1024, 2048, 4096, 8192]
 
 
@@ -29,11 +28,7 @@ ODD_SHAPES = [(4097, 4097, 4097), (8191, 4096, 4095), (4093, 4099, 4091), (2039,
 
 def case(M, N, K, dname, device, layout="NN"):
     torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
-    a = torch.randn(M, K, device=device, dtype=DT[dname])
-    if layout[1] == "T":  # B column-major: the weight of x @ W.T
-        b = torch.randn(N, K, device=device, dtype=DT[dname]).t()
-    else:
-        b = torch.randn(K, N, device=device, dtype=DT[dname])
+    a, b = operands(M, N, K, DT[dname], layout, device)  # NT: B column-major, the weight of x @ W.T
     t_ours, t_torch, ratio = paired(lambda: torch.ops.tiled.gemm(a, b), lambda: torch.matmul(a, b), device)
     flops = 2.0 * M * N * K
     return {"M": M, "N": N, "K": K, "dtype": dname, "layout": layout, "ours_tflops": flops / t_ours / 1e9,

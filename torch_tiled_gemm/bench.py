@@ -130,6 +130,12 @@ def _layout(t, ch):
     return t if ch == "N" else t.t().contiguous().t()
 
 
+def operands(M, N, K, dtype, layout, device):
+    """Random A [M, K] and B [K, N] in `layout` ("NN", "NT", ...: N row-major, T column-major)."""
+    return (_layout(torch.randn(M, K, device=device, dtype=dtype), layout[0]),
+            _layout(torch.randn(K, N, device=device, dtype=dtype), layout[1]))
+
+
 def rel_err(out, ref):
     return ((out.double() - ref).norm() / ref.norm()).item()
 
@@ -140,8 +146,7 @@ def gemm_case(M, N, K, dname, layout, device):
     old = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
-        a = _layout(torch.randn(M, K, device=device, dtype=dtype), layout[0])
-        b = _layout(torch.randn(K, N, device=device, dtype=dtype), layout[1])
+        a, b = operands(M, N, K, dtype, layout, device)
         ours = lambda: torch.ops.tiled.gemm(a, b)  # noqa: E731
         theirs = lambda: torch.matmul(a, b)  # noqa: E731
         ref = a.double() @ b.double()
