@@ -669,23 +669,30 @@ VEC_CASES = [  # (M, N, K, batch, env)
 ]
 
 
+def vec_and_checked(monkeypatch, a, b, bias, dtype):
+    """The output with the default (vector) epilogue, poisoned first, and the
+    output with TILED_SM90_VEC_EPILOGUE=0 (checked stores everywhere)."""
+    numel = a.shape[-2] * b.shape[-1] * (a.shape[0] if a.dim() == 3 else 1)
+    vec, _ = run_poisoned(lambda: gemm(a, b, bias), numel, dtype, "cuda")
+    with monkeypatch.context() as m:
+        m.setenv("TILED_SM90_VEC_EPILOGUE", "0")
+        checked = gemm(a, b, bias)
+    return vec, checked
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_vec_epilogue_matches_scalar(monkeypatch, dtype, layout):
     for M, N, K, batch, env in VEC_CASES:
-        for k, v in env.items():
-            monkeypatch.setenv(k, v)
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        bias = rand((N,), dtype, "cuda")
-        assert kernel_name(a, b).startswith("sm90_"), (M, N, K)
-        vec, _ = run_poisoned(lambda: gemm(a, b, bias), M * N * (batch or 1), dtype, "cuda")
-        assert_close_rel(vec, reference(a, b, bias), dtype)
-        monkeypatch.setenv("TILED_SM90_VEC_EPILOGUE", "0")
-        scalar = gemm(a, b, bias)
-        monkeypatch.delenv("TILED_SM90_VEC_EPILOGUE")
-        assert torch.equal(vec, scalar), (M, N, K, batch, env)
-        for k in env:
-            monkeypatch.delenv(k)
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+            bias = rand((N,), dtype, "cuda")
+            assert kernel_name(a, b).startswith("sm90_"), (M, N, K)
+            vec, scalar = vec_and_checked(monkeypatch, a, b, bias, dtype)
+            assert_close_rel(vec, reference(a, b, bias), dtype)
+            assert torch.equal(vec, scalar), (M, N, K, batch, env)
 
 
 def test_vec_epilogue_tf32(tf32, monkeypatch):
@@ -693,11 +700,9 @@ def test_vec_epilogue_tf32(tf32, monkeypatch):
     for M, N, K in [(256, 512, 96), (300, 1000, 136), (2048, 2048, 64)]:
         a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
         bias = rand((N,), torch.float32, "cuda")
-        vec, _ = run_poisoned(lambda: gemm(a, b, bias), M * N, torch.float32, "cuda")
+        vec, checked = vec_and_checked(monkeypatch, a, b, bias, torch.float32)
         assert_close_rel(vec, reference(a, b, bias), torch.float32, TF32_TOL)
-        monkeypatch.setenv("TILED_SM90_VEC_EPILOGUE", "0")
-        assert torch.equal(vec, gemm(a, b, bias)), (M, N, K)
-        monkeypatch.delenv("TILED_SM90_VEC_EPILOGUE")
+        assert torch.equal(vec, checked), (M, N, K)
     exact_check(2048, 2048, 256, torch.float32, "NT")
 
 
