@@ -683,12 +683,15 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.k_blocks = static_cast<int>((p.K + Cfg::kBK - 1) / Cfg::kBK);
   args.a_batched = a_batched;
   args.b_batched = b_batched;
-  args.c_pairs_aligned = pointer_alignment(p.c) >= 2 * es && p.c_row_stride % 2 == 0 &&
-                         (p.batch <= 1 || p.c_batch_stride % 2 == 0);
+  // Every group of n columns starting at a multiple of n (in every row and
+  // batch) may be stored as one vector.
+  const auto c_groups_aligned = [&](int n) {
+    return pointer_alignment(p.c) >= n * es && p.c_row_stride % n == 0 && (p.batch <= 1 || p.c_batch_stride % n == 0);
+  };
+  args.c_pairs_aligned = c_groups_aligned(2);
   // TILED_SM90_VEC_EPILOGUE=0 keeps every tile on the checked scalar/pair
   // stores (for A/B runs; the vector path is the default).
-  args.c_quads_aligned = pointer_alignment(p.c) >= 4 * es && p.c_row_stride % 4 == 0 &&
-                         (p.batch <= 1 || p.c_batch_stride % 4 == 0) && !setting_is("TILED_SM90_VEC_EPILOGUE", "0");
+  args.c_quads_aligned = c_groups_aligned(4) && !setting_is("TILED_SM90_VEC_EPILOGUE", "0");
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;
   args.c = p.c;
