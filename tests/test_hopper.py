@@ -52,10 +52,9 @@ def num_sms():
 def expected_tile(M, N, batch=1, dtype=None, K=None):
     """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides.
     16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
-    ping-pong 128x128 in 2-CTA clusters over tile-row pairs unless the
-    cooperative 128x256 schedule needs fewer weighted waves (a ping-pong tile
-    costs 0.5, a 128x256 one 1/0.97).  Otherwise 128x64 tiles when the
-    128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
+    cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
+    the pairs need more waves than single tiles.  Otherwise 128x64 tiles when
+    the 128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
     needs fewer weighted waves (a 128x128 tile costs 0.5/0.9).  K (unused)
     is kept for callers that pass it: no choice depends on K by default."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
@@ -65,8 +64,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=None):
     w256 = cdiv(tm * cdiv(N, 256) * batch, sms)
     w128 = cdiv(tiles128, sms)
     if dtype in HALF and tm >= 2 and tiles128 >= 4 * sms:
-        wpp = cdiv(cdiv(tm, 2) * cdiv(N, 128) * batch, sms // 2)
-        return "128x128ppc2" if wpp * 97 <= w256 * 200 else "128x256"
+        w_pairs = cdiv(cdiv(tm, 2) * cdiv(N, 256) * batch, sms // 2)
+        return "128x256c2" if w_pairs <= w256 else "128x256"
     if tiles128 * 2 <= sms:
         return "128x64"
     return "128x128" if w128 * 5 < w256 * 9 else "128x256"
@@ -305,11 +304,8 @@ def test_float64_is_not_hopper():
 # ------------------------------------------------------------------ opt-in: 2-CTA clusters, B multicast
 
 def cluster_name(dtype, M, N, layout, batch=1):
-    # TILED_SM90_CLUSTER=2 also puts the automatic ping-pong (>= 2 tile rows) in clusters.
-    name = expected_name(dtype, M, N, layout, batch)
-    if -(-M // 128) >= 2:
-        name = name.replace("128x128pp_", "128x128ppc2_")
-    return name.replace("128x256_", "128x256c2_")
+    # TILED_SM90_CLUSTER=2 puts every cooperative 128x256 choice in clusters.
+    return expected_name(dtype, M, N, layout, batch).replace("128x256_", "128x256c2_")
 
 
 @pytest.fixture
@@ -483,10 +479,10 @@ def test_splitk_auto_picks(monkeypatch):
 
 
 def test_wave_cost_schedule():
-    # M = 777, N = 14336: 7 tile rows run as 4 pairs (8 rows) in ping-pong,
-    # 7 waves of pairs, against 3 waves of 128x256 tiles: cooperative 128x256.
-    # M = 768 (6 rows, no padding row): ping-pong clusters.
-    for M, want in [(777, "128x256"), (768, "128x128ppc2")]:
+    # M = 777, N = 14336: 7 tile rows run as 4 pairs (8 rows) in clusters,
+    # 4 waves of pairs, against 3 waves of single 128x256 tiles: no clusters.
+    # M = 768 (6 rows, no padding row): clusters.
+    for M, want in [(777, "128x256"), (768, "128x256c2")]:
         a, b = make_operands(M, 14336, 64, torch.bfloat16, "cuda", "NN")
         assert expected_tile(M, 14336, 1, torch.bfloat16) == want, M
         assert kernel_name(a, b) == variant_name(torch.bfloat16, want, "NN"), M
@@ -537,13 +533,6 @@ def smallm(monkeypatch):
     monkeypatch.setenv("TILED_SM90_SMALLM", "1")
 
 
-def expected_smallm_tile(M, N, batch=1, dtype=None):
-    """Mirror of choose() with TILED_SM90_SMALLM=1: M <= 64 never auto ping-pong."""
-    if M > 64:
-        return expected_tile(M, N, batch, dtype)
-    return expected_tile(M, N, batch, torch.float32)  # the non-ping-pong rule
-
-
 SMALLM_SHAPES = [  # (M, N, K, batch); N, K multiples of 8 (TMA strides without staging)
     (1, 8, 8, None), (8, 4096, 1024, None), (16, 1000, 1032, None), (33, 504, 520, None), (64, 520, 200, None),
     (65, 264, 136, None),  # slab 1 of the only tile row is live (row 64)
@@ -560,7 +549,7 @@ def test_smallm(smallm, dtype, layout):
         if layout[0] == "T" and M % 8:
             continue  # column-major A needs M % 8 == 0 for TMA
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        assert kernel_name(a, b) == variant_name(dtype, expected_smallm_tile(M, N, batch or 1, dtype), layout), (
+        assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, batch or 1, dtype), layout), (
             M, N, K, batch)
         check(a, b, dtype, bias=(M % 2 == 0))
     # exact (small integers), several k-blocks and tiles per CTA
@@ -580,12 +569,13 @@ def test_smallm_padded_views(smallm, dtype):
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smallm_no_auto_pingpong(smallm, dtype):
-    # 266 tiles of 128x128 would pick ping-pong; with the switch M <= 64 stays cooperative.
+def test_smallm_wide_one_tile_row(smallm, dtype):
+    # 266 tiles of 128x128 in one tile row: cooperative 128x256, no clusters
+    # (they pair tile rows), slab 1 idle in every tile.
     M, N, K = 16, 34048, 200
     a, b = make_operands(M, N, K, dtype, "cuda", "NN")
-    assert kernel_name(a, b) == variant_name(dtype, expected_smallm_tile(M, N, 1, dtype), "NN")
-    assert "pp" not in kernel_name(a, b)
+    assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, 1, dtype), "NN")
+    assert kernel_name(a, b) == variant_name(dtype, "128x256", "NN")
     check(a, b, dtype)
     a, b = make_operands(65, N, K, dtype, "cuda", "NN")  # M > 64: the default choice
     assert kernel_name(a, b) == variant_name(dtype, expected_tile(65, N, 1, dtype), "NN")

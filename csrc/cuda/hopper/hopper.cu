@@ -62,43 +62,37 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   const char* sched = setting("TILED_SM90_SCHEDULE");
   // TILED_SM90_SMALLM=1 (opt-in, measured no gain): cooperative consumer
   // warpgroups skip the math of 64-row slabs wholly past M (for M <= 64 the
-  // tensor cores do half the work), and M <= 64 stays cooperative instead of
-  // the automatic ping-pong (which computes all 128 rows of every tile).
+  // tensor cores do half the work).
   c.skip_idle_slabs = setting_is("TILED_SM90_SMALLM", "1");
-  // Automatic ping-pong (16-bit, >= 4 waves of 128x128 tiles, >= 2 tile
-  // rows), always in 2-CTA clusters over tile-row pairs, unless the
-  // cooperative 128x256 schedule finishes in fewer weighted waves: an odd
-  // tile-row count costs the pairs a whole extra row of tiles (M = 777: 7
-  // tile rows run as 8) and the pairs fill sms/2 cluster slots.  Cost in
-  // 128x256-tile units: a ping-pong tile 0.5, a cooperative 128x256 tile
-  // 1/0.97.  Measured on an H200 (bf16 NN, paired with cuBLAS) with the
-  // vector epilogue (de630d5), ping-pong+clusters / cooperative 128x256:
-  // 3000x5000x4096 0.877 / 0.780, 4096x14336x4096 0.982 / 0.953,
-  // 4096x4096x14336 1.018 / 0.986, 1024x14336x4096 1.055 / 1.031 (128x128),
-  // 4096^3 0.974 / 0.975, 8192^3 1.009 / 1.009; below 4 waves cooperative
-  // wins: 512x14336x4096 (3.4 waves) 0.933 / 0.980, and ping-pong without
-  // clusters lost too (777x4096x4096 0.634 / 0.820, 255x14336x4096 0.856 /
-  // 0.976, 2048^3 even).  M = 777, N = 14336: pairs need 7 waves (3.5)
-  // against 3 of 128x256 (3.09) -> cooperative, 0.69 -> 0.83.
-  bool auto_pp = false;
-  if (p.dtype != DType::f32 && tm >= 2 && tiles128 >= 4 * sms && !(c.skip_idle_slabs && p.M <= 64)) {
+  // From 4 waves of 128x128 tiles (16-bit, >= 2 tile rows): cooperative
+  // 128x256 tiles in 2-CTA clusters over tile-row pairs (B multicast), unless
+  // pairing the tile rows costs a wave (M = 777, N = 14336: 7 tile rows run
+  // as 4 pairs, 4 waves of pairs against 3 of single tiles).  Measured on an
+  // H100 (bf16, paired with cuBLAS, 62f22e0), ping-pong+clusters (the
+  // previous default) / cooperative / cooperative+clusters: 4096^3 0.871 /
+  // 0.962 / 0.966, 8192^3 0.975 / 1.006 / 0.982 (ours 1664 / 1636 / 1614 us),
+  // 4096x14336x4096 0.928 / 0.981 / 0.933 (ours 732 / 743 / 721 us),
+  // 4096x4096x14336 0.920 / 1.004 / 0.983, 14336x4096x8192 TN 0.912 / 0.960
+  // / 0.975, 3000x5000x4096 0.743 / 0.646 / 0.912; below 4 waves clusters
+  // lose (2048^3 0.966 -> 0.924).  On an H200 ping-pong+clusters and
+  // cooperative were within 3% of each other (docs/hopper.md, round 4).
+  // Ping-pong stays selectable: TILED_SM90_SCHEDULE=pingpong.
+  bool auto_cluster = false;
+  if (p.dtype != DType::f32 && tm >= 2 && tiles128 >= 4 * sms) {
     const int64_t slots = sms / 2 > 0 ? sms / 2 : 1;
-    const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * tn128 * p.batch, slots);
-    auto_pp = waves_pp * 97 <= waves256 * 200;
-    if (!auto_pp && !sched) c.tile = Tile::k128x256;  // the cooperative alternative weighed here
+    const int64_t waves_pairs = ceil_div(ceil_div(tm, 2) * ceil_div(p.N, 256) * p.batch, slots);
+    auto_cluster = waves_pairs <= waves256;
+    if (!sched) c.tile = Tile::k128x256;
   }
-  const bool pp = sched && std::strcmp(sched, "pingpong") == 0     ? true
-                  : sched && std::strcmp(sched, "cooperative") == 0 ? false
-                                                                     : auto_pp;
-  if (pp) {
+  if (sched && std::strcmp(sched, "pingpong") == 0) {
     c.tile = Tile::k128x128;
     c.pingpong = true;
   }
   // 2-CTA clusters with B multicast (16-bit types, 128x256 cooperative or
-  // 128x128 ping-pong, >= 2 tile rows): with the automatic ping-pong
-  // schedule, otherwise only when TILED_SM90_CLUSTER=2.
+  // 128x128 ping-pong, >= 2 tile rows): automatic as above when no schedule
+  // is forced, or TILED_SM90_CLUSTER=2 / =1 to force on / off.
   const char* env = setting("TILED_SM90_CLUSTER");
-  const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (pp && !sched);
+  const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (auto_cluster && !sched);
   if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
     c.cluster = 2;
   // Split K over a cluster of S CTAs per 128x128 tile (cooperative, no
