@@ -33,7 +33,8 @@ def driver(tmp_path_factory):
     return exe
 
 
-def test_choice_matches_python_mirror(driver, monkeypatch):
+@pytest.mark.parametrize("streamk", [False, True], ids=["default", "streamk"])
+def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
     for k in list(os.environ):
         if k.startswith("TILED_SM90_"):
             monkeypatch.delenv(k)
@@ -42,12 +43,18 @@ def test_choice_matches_python_mirror(driver, monkeypatch):
     cases = [(M, N, K, batch, dt) for M in vals for N in vals for K in (64, 1000, 2048, 4096)
              for batch in (1, 3) for dt in (0, 1)]
     text = "\n".join(" ".join(map(str, c)) for c in cases)
-    got = subprocess.run([driver], input=text, capture_output=True, text=True, check=True, timeout=120).stdout.split()
+    env = dict(os.environ, TILED_SM90_STREAMK="1") if streamk else None
+    got = subprocess.run([driver], input=text, capture_output=True, text=True, check=True, timeout=120,
+                         env=env).stdout.split()
     assert len(got) == len(cases)
     bad = []
     for (M, N, K, batch, dt), name in zip(cases, got):
         dtype = torch.bfloat16 if dt == 0 else torch.float32
-        want = f"sm90_{'bf16' if dt == 0 else 'tf32'}_{test_hopper.expected_tile(M, N, batch, dtype, K)}_nt"
+        tile = (test_hopper.expected_streamk_tile(M, N, K, batch, dtype) if streamk
+                else test_hopper.expected_tile(M, N, batch, dtype, K))
+        want = f"sm90_{'bf16' if dt == 0 else 'tf32'}_{tile}_nt"
         if name != want:
             bad.append(((M, N, K, batch, dt), name, want))
     assert not bad, f"{len(bad)} of {len(cases)} differ, e.g. {bad[:5]}"
+    if streamk:  # the switch reached some shapes
+        assert sum(n.endswith("streamk_nt") for n in got) > 100

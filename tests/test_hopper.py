@@ -735,3 +735,117 @@ def test_narrow_tiles_forced(monkeypatch, dtype):
         assert kernel_name(a, b) == variant_name(dtype, "128x64", layout)
         check(a, b, dtype)
         exact_check(1536, 1536, 200, dtype, layout)
+
+
+# ------------------------------------------------------------------ stream-K (TILED_SM90_STREAMK=1)
+
+def expected_streamk_tile(M, N, K, batch=1, dtype=torch.bfloat16):
+    """Mirror of choose() with TILED_SM90_STREAMK=1: the default tile, with
+    "streamk" appended when it is cooperative without clusters and
+    stream_k_tiles (hopper.h) is not 0: the tile count is not a multiple of
+    the SM count and every CTA gets at least one k-block."""
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    tile = expected_tile(M, N, batch, dtype, K)
+    if tile not in ("128x256", "128x128", "128x64"):
+        return tile
+    sms = num_sms()
+    tiles = cdiv(M, 128) * cdiv(N, int(tile.split("x")[1])) * batch
+    if tiles % sms == 0:
+        return tile
+    sk = tiles if tiles < sms else tiles % sms + sms
+    return tile + "streamk" if sk * cdiv(K, 32 if dtype == torch.float32 else 64) >= sms else tile
+
+
+@pytest.fixture
+def streamk(monkeypatch):
+    monkeypatch.setenv("TILED_SM90_STREAMK", "1")
+    yield
+
+
+# (M, N, K, batch): pieces per tile from ~8 (few tiles, deep K: each owner
+# adds 7 partials) down to 2 (one wave and a part: every tile split at most
+# once, whole tiles after); ragged M/N/K; batches.
+STREAMK_SHAPES = [
+    (256, 512, 4096, None),  # 16 tiles of 128x64, 64 k-blocks: ~8 pieces each
+    (1536, 1536, 1536, None),  # 72 tiles of 128x256, 24 k-blocks: 2-3 pieces
+    (1000, 1000, 1000, None),  # ragged everything, 128x128 tiles
+    (2048, 2048, 520, None),  # 128 tiles of 128x256, 9 k-blocks (one ragged)
+    (200, 300, 2000, 3),  # batched, ragged
+    (129, 4096, 1032, None),  # a ragged second tile row
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_streamk_exact(streamk, dtype, layout):
+    # Small integers: every partial sum is exact, so the pieces must add up
+    # to the reference bit for bit (a lost, doubled or misplaced piece shows).
+    for M, N, K in [(256, 512, 4096), (1536, 1536, 1536), (129, 4096, 1032)]:
+        assert expected_streamk_tile(M, N, K, 1, dtype).endswith("streamk"), (M, N, K)
+        exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_streamk_random(streamk, dtype, layout):
+    for M, N, K, batch in STREAMK_SHAPES:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        want = expected_streamk_tile(M, N, K, batch or 1, dtype)
+        assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0))
+
+
+def test_streamk_tf32(streamk, tf32):
+    for M, N, K, batch in STREAMK_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        want = expected_streamk_tile(M, N, K, batch or 1, torch.float32)
+        assert kernel_name(a, b) == variant_name(torch.float32, want, "NT"), (M, N, K, batch)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
+def test_streamk_whole_tiles_after(streamk, monkeypatch):
+    # 3.1 waves of 128x256 tiles without clusters: one full wave and the
+    # partial one in stream-K pieces, two waves of whole tiles after them.
+    monkeypatch.setenv("TILED_SM90_CLUSTER", "1")
+    sms = num_sms()
+    tn = 16
+    tm = -(-(3 * sms + 13) // tn)
+    M, N, K = 128 * tm - 5, 256 * tn, 1000
+    a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
+    assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x256streamk", "NN")
+    check(a, b, torch.bfloat16)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_streamk_deterministic(streamk, dtype):
+    a, b = make_operands(1536, 1536, 4096, dtype, "cuda", "NT")
+    bias = rand((1536,), dtype, "cuda")
+    assert kernel_name(a, b).endswith("streamk_nt")
+    first = gemm(a, b, bias)
+    for _ in range(3):
+        assert torch.equal(gemm(a, b, bias), first)
+
+
+def test_streamk_cuda_graph(streamk):
+    # The flags are reset by a memset node before every replay.
+    a, b = make_operands(1536, 1536, 1536, torch.bfloat16, "cuda", "NN")
+    want = gemm(a, b)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        gemm(a, b)  # warm-up outside capture
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = gemm(a, b)
+    for _ in range(3):
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, want)
+
+
+def test_streamk_off_by_default(monkeypatch):
+    monkeypatch.delenv("TILED_SM90_STREAMK", raising=False)
+    a, b = make_operands(1536, 1536, 1536, torch.bfloat16, "cuda", "NN")
+    assert "streamk" not in kernel_name(a, b)

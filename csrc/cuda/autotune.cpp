@@ -103,6 +103,9 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     }
     // K split over clusters (the automatic one is S = 2 where tiles are few).
     for (const char* s : {"0", "2", "4"}) out.push_back({{"TILED_SM90_SPLITK", s}});
+    // Stream-K over the last partial wave (cooperative tiles without clusters).
+    out.push_back({{"TILED_SM90_STREAMK", "1"}});
+    if (half) out.push_back({{"TILED_SM90_STREAMK", "1"}, {"TILED_SM90_CLUSTER", "1"}});
   }
   return out;
 }

@@ -123,13 +123,17 @@ namespace {
 
 // The automatic choice under whatever settings are active (settings.h).
 size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
-  return choose(p, dev) == Family::skinny ? skinny_workspace_bytes(p, dev) : 0;
+  switch (choose(p, dev)) {
+    case Family::skinny: return skinny_workspace_bytes(p, dev);
+    case Family::hopper: return hopper_workspace_bytes(p, dev);
+    default: return 0;
+  }
 }
 
 const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
-    case Family::hopper: return hopper_gemm(p, dev, stream);
+    case Family::hopper: return hopper_gemm(p, dev, stream, workspace);
     case Family::simt_fast: return simt_fast_gemm(p, dev, stream);
     case Family::simt_general: break;
   }

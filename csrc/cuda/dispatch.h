@@ -78,7 +78,8 @@ const char* skinny_config_name(const GemmProblem& p, const DeviceInfo& dev);
 
 // Hopper (sm_90a) tensor-core kernels: bf16, fp16, and fp32 with allow_tf32.
 bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev);
-const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+// `workspace`: hopper_workspace_bytes(p, dev) bytes (hopper/hopper.h), 256-byte aligned, null when 0.
+const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace);
 // Name of the tile config hopper_gemm would run (starts with "sm90").
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
 

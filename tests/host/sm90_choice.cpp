@@ -12,9 +12,9 @@
 namespace tiled {
 namespace cuda {
 namespace sm90 {
-const char* launch_bf16(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice) { return nullptr; }
-const char* launch_f16(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice) { return nullptr; }
-const char* launch_tf32(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice) { return nullptr; }
+const char* launch_bf16(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
+const char* launch_f16(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
+const char* launch_tf32(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
 }  // namespace sm90
 }  // namespace cuda
 }  // namespace tiled

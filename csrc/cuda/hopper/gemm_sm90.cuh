@@ -73,7 +73,37 @@ struct KernelArgs {
   void* c;
   int64_t c_batch_stride, c_row_stride;  // elements
   const void* bias;                      // [N] of T, or null
+  // Stream-K (Cfg::kStreamK configs; 0: off): the first sk_tiles units are
+  // dealt to the grid as equal runs of k-blocks (CTA i of g takes global
+  // k-iterations [I * i / g, I * (i + 1) / g), I = sk_tiles * k_blocks),
+  // the rest one whole tile at a time.  A tile's k-blocks may so fall to
+  // several CTAs: the one holding k-block 0 owns the tile; every other CTA's
+  // piece of it is the first thing that CTA computes, and it leaves the fp32
+  // partial in its slot of sk_partials and raises its flag.  The owner
+  // waits for the flags of the pieces in k order, adds the partials in that
+  // order (the same bits on every run) and stores the tile.
+  int sk_tiles;
+  float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
+  int* sk_flags;       // [gridDim.x][2], all 0 at launch
 };
+
+// Stream-K: a CTA's run of global k-iterations, cut at tile boundaries.
+struct SkRun {
+  int64_t pos, end;
+};
+__device__ __forceinline__ int64_t sk_run_begin(const KernelArgs& a, int cta, int grid) {
+  return static_cast<int64_t>(a.sk_tiles) * a.k_blocks * cta / grid;
+}
+// The next piece of the run: unit (tile) and its k-blocks [kb0, kb1).
+__device__ __forceinline__ bool sk_next(SkRun& r, int k_blocks, int& unit, int& kb0, int& kb1) {
+  if (r.pos >= r.end) return false;
+  unit = static_cast<int>(r.pos / k_blocks);
+  const int64_t tile_start = static_cast<int64_t>(unit) * k_blocks;
+  kb0 = static_cast<int>(r.pos - tile_start);
+  kb1 = static_cast<int>(r.end - tile_start < k_blocks ? r.end - tile_start : k_blocks);
+  r.pos = tile_start + kb1;
+  return true;
+}
 
 template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPingPong_ = false,
           bool kSplitK_ = false>
@@ -104,6 +134,8 @@ struct Sm90Config {
   // the result does not depend on timing (deterministic).  No workspace.
   // Not persistent: one tile per cluster, grid = tiles * S.
   static constexpr bool kSplitK = kSplitK_;
+  // Stream-K capable (KernelArgs::sk_tiles): cooperative, no cluster, no split.
+  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK;
   static constexpr int kPartialStride = kBN + 4;  // floats per partial row (pad: 16 B, staggers banks)
   // Consumer warps that release each stage (per CTA of the cluster).
   static constexpr int kReleasers = 4 * (kPingPong ? 1 : 2);
@@ -267,6 +299,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int unit_stride = kClustered ? static_cast<int>(num_clusters_x()) : static_cast<int>(gridDim.x);
   const int unit_rows = (args.tiles_m + Cfg::kCluster - 1) / Cfg::kCluster;
   const int total_units = unit_rows * args.tiles_n * args.batch;
+  // Whole tiles start after the stream-K ones.
+  const int dp_first = first_unit + (Cfg::kStreamK ? args.sk_tiles : 0);
   // Split-K: this CTA's slice of the k-blocks.
   int kb_begin = 0, kb_end = args.k_blocks;
   if constexpr (Cfg::kSplitK) {
@@ -283,7 +317,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       prefetch_tensormap(&tmap_b);
       int stage = 0;
       uint32_t phase = 0;
-      for (int unit = first_unit; unit < total_units; unit += unit_stride) {
+      // k-blocks [kb_from, kb_to) of one unit into the ring.
+      auto load_unit = [&](int unit, int kb_from, int kb_to) {
         const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
         // With a cluster, a tile row past the matrix (odd tiles_m) still runs:
         // its A boxes are all zero-fill and its stores are masked, but it
@@ -291,7 +326,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const int m0 = (tc.tm * Cfg::kCluster + rank) * kBM, n0 = tc.tn * kBN;
         const int ab = args.a_batched ? tc.b : 0;
         const int bb = args.b_batched ? tc.b : 0;
-        for (int kb = kb_begin; kb < kb_end; ++kb) {
+        for (int kb = kb_from; kb < kb_to; ++kb) {
           const int k0 = kb * kBK;
           const uint32_t full = full_bar + 8 * stage;
           mbar_wait(empty_bar + 8 * stage, phase ^ 1);
@@ -330,7 +365,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             phase ^= 1;
           }
         }
+      };
+      if constexpr (Cfg::kStreamK) {
+        SkRun run{sk_run_begin(args, blockIdx.x, gridDim.x), sk_run_begin(args, blockIdx.x + 1, gridDim.x)};
+        int unit, kb0, kb1;
+        while (sk_next(run, args.k_blocks, unit, kb0, kb1)) load_unit(unit, kb0, kb1);
       }
+      for (int unit = dp_first; unit < total_units; unit += unit_stride) load_unit(unit, kb_begin, kb_end);
     }
   } else {
     // ------------------------------------------------------------ consumers
@@ -366,54 +407,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         phase ^= 1u;
       }
     };
-    // Ping-pong mainloop order: warpgroup w starts the mainloop of its local
-    // tile j only after the other one has issued (waited on every `full`
-    // barrier of) local tile j - 1, through named barrier 1 + w.  Besides
-    // alternating the two mainloops, this keeps each `full` barrier at most
-    // one phase behind the position a warpgroup waits for, so the parity
-    // wait cannot be fooled by a phase two laps old.  Every arrive has its
-    // sync: a warpgroup arrives only if the next local tile exists, and syncs
-    // only if the previous one did.
-    constexpr uint32_t kOrderThreads = 256;
-    int unit = first_unit;
-    int local = 0;  // this CTA's local tile index
-    if constexpr (Cfg::kPingPong) {
-      if (cw == 1) {
-        skip_tile();
-        unit += unit_stride;
-        local = 1;
-      }
-    }
-    constexpr int kUnitSteps = Cfg::kPingPong ? 2 : 1;
-    for (; unit < total_units; unit += kUnitSteps * unit_stride, local += kUnitSteps) {
-      const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
-      const int tile_m = tc.tm * Cfg::kCluster + rank;
-      if constexpr (Cfg::kPingPong) {
-        if (local > 0) named_barrier_sync(1 + cw, kOrderThreads);
-      }
+    // The mainloop over k-blocks [kb_from, kb_to) of one tile: waits on each
+    // stage, issues its wgmmas, keeps one k-block's group in flight and hands
+    // the stage before it back to the producer.  Returns the last stage used
+    // (released by finish_mainloop once its wgmmas are done).
+    auto mainloop = [&](int kb_from, int kb_to) {
       int prev_stage = 0;
-      // Small M: this warpgroup's rows [tile_m * kBM + cw * 64, +64) are all
-      // >= M (their A rows are TMA zero-fill, their stores masked), so it only
-      // keeps the ring protocol: wait on each stage's `full` (so it arrives on
-      // `empty` at most once per phase, after the stage was filled) and
-      // release it at once; the other warpgroup alone uses the tensor cores.
-      // Warpgroup-uniform, decided per tile; never with ping-pong (each
-      // warpgroup owns all 128 rows there).
-      const bool idle = !Cfg::kPingPong && args.skip_idle_slabs &&
-                        static_cast<int64_t>(tile_m) * kBM + cw * 64 >= args.M;
-      if (idle) {
-        for (int kb = kb_begin; kb < kb_end; ++kb) {
-          mbar_wait(full_bar + 8 * stage, phase);
-          __syncwarp();
-          if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * stage);
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-      const int kb_stop = idle ? kb_begin : kb_end;  // idle: the math loop below runs no iteration
-      for (int kb = kb_begin; kb < kb_stop; ++kb) {
+      for (int kb = kb_from; kb < kb_to; ++kb) {
         mbar_wait(full_bar + 8 * stage, phase);
         // 64 rows of A per wgmma: the s-th 64-row slab (K-major) or the s-th
         // 64-wide M chunk (MN-major), both s * 8 KB into the stage, with
@@ -428,52 +428,34 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           for (int m = 0; m < kSubM; ++m) {
             const uint64_t da = make_smem_desc_sw128(sa0 + m * kChunkBytes + ks * kAStep, kALbo, 1024);
             Wgmma<T, kBN>::template run<Cfg::kAMN ? 1 : 0, Cfg::kBMN ? 1 : 0>(acc[m], da, db,
-                                                                              (kb > kb_begin || ks > 0) ? 1 : 0);
+                                                                              (kb > kb_from || ks > 0) ? 1 : 0);
           }
         }
         wgmma_commit_group();
         // Keep this k-block's group in flight; the previous one is done, so
         // its stage can go back to the producer.
         wgmma_wait_group<1>();
-        if (kb > kb_begin && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+        if (kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
         prev_stage = stage;
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
       }
-      if constexpr (Cfg::kPingPong) {
-        if (unit + unit_stride < total_units) named_barrier_arrive(1 + (cw ^ 1), kOrderThreads);
-      }
+      return prev_stage;
+    };
+    auto finish_mainloop = [&](int prev_stage, bool idle) {
       wgmma_wait_group<0>();
 #pragma unroll
       for (int m = 0; m < kSubM; ++m) fence_accumulators(acc[m]);
       if (lane == 0 && !idle) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
-      if constexpr (Cfg::kPingPong) skip_tile();  // the other warpgroup's next tile
+    };
 
-      if constexpr (Cfg::kSplitK) {
-        // Park the fp32 partial in the ring (row-major, kPartialStride floats
-        // per row).  Every TMA write into the ring has landed (each stage's
-        // `full` was waited on) and this CTA loads nothing more, but the other
-        // consumer warpgroup may still be reading the last stages: wait for it.
-        named_barrier_sync(1, 256);
-        const int prow = cw * 64 + warp * 16 + lane / 4;
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) {
-          const int pcol = 8 * j + 2 * (lane % 4);
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            st_shared_v2(ring + ((prow + 8 * h) * Cfg::kPartialStride + pcol) * 4, acc[0][4 * j + 2 * h],
-                         acc[0][4 * j + 2 * h + 1]);
-        }
-        continue;  // one tile per cluster; the reduction follows the cluster barrier below
-      }
-      if (idle) continue;  // every row of this slab is >= M: nothing to store
-
-      // ---------------------------------------------------------- epilogue
-      // Accumulator fragment of m64nNk*: thread (warp w, lane l) holds, for
-      // each 8-column group j, rows 16w + l/4 (+8) and columns 8j + 2(l%4) (+1):
-      //   acc[4j + 0..1] -> row r, cols c, c+1;  acc[4j + 2..3] -> row r+8.
+    // ------------------------------------------------------------ epilogue
+    // Accumulator fragment of m64nNk*: thread (warp w, lane l) holds, for
+    // each 8-column group j, rows 16w + l/4 (+8) and columns 8j + 2(l%4) (+1):
+    //   acc[4j + 0..1] -> row r, cols c, c+1;  acc[4j + 2..3] -> row r+8.
+    auto epilogue = [&](const TileCoord& tc, int tile_m) {
       const int col_base = tc.tn * kBN + 2 * (lane % 4);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
@@ -529,7 +511,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
           }
         }
-        continue;
+        return;
       }
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) {
@@ -555,6 +537,138 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
         }
       }
+    };
+
+    // ------------------------------------------------------------ stream-K pieces
+    if constexpr (Cfg::kStreamK) {
+      // A warpgroup's 64-row half of a partial tile: kBN / 8 float4 per
+      // thread, stored thread-interleaved (float4 q of thread t at q * 128 + t)
+      // in the fragment order, so writer and owner need no row mapping and
+      // every access of a warp covers 512 contiguous bytes.
+      constexpr int kQuads = kBN / 8;
+      const uint32_t sk_bar = 3 + cw;  // named barriers 3, 4: one per consumer warpgroup
+      auto slot = [&](int cta) {
+        return reinterpret_cast<float4*>(args.sk_partials) + (static_cast<int64_t>(cta) * 2 + cw) * (kQuads * 128);
+      };
+      SkRun run{sk_run_begin(args, blockIdx.x, gridDim.x), sk_run_begin(args, blockIdx.x + 1, gridDim.x)};
+      int unit, kb0, kb1;
+      while (sk_next(run, args.k_blocks, unit, kb0, kb1)) {
+        const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
+        finish_mainloop(mainloop(kb0, kb1), false);
+        if (kb0 > 0) {
+          // A later piece of a tile: always this CTA's first; park it.
+          float4* dst = slot(blockIdx.x);
+#pragma unroll
+          for (int q = 0; q < kQuads; ++q)
+            __stcg(dst + q * 128 + wg_thread, make_float4(acc[0][4 * q], acc[0][4 * q + 1], acc[0][4 * q + 2], acc[0][4 * q + 3]));
+          named_barrier_sync(sk_bar, 128);
+          if (wg_thread == 0) {
+            __threadfence();
+            st_release_gpu(args.sk_flags + 2 * blockIdx.x + cw, 1);
+          }
+          continue;
+        }
+        if (kb1 < args.k_blocks) {
+          // The owner: add the later pieces, held by the next CTAs, in k order.
+          const int64_t tile_end = static_cast<int64_t>(unit + 1) * args.k_blocks;
+          for (int j = blockIdx.x + 1; j < static_cast<int>(gridDim.x); ++j) {
+            const int64_t begin = sk_run_begin(args, j, gridDim.x);
+            if (begin >= tile_end) break;
+            if (sk_run_begin(args, j + 1, gridDim.x) == begin) continue;  // an empty run holds nothing
+            if (wg_thread == 0) {
+              const int* flag = args.sk_flags + 2 * j + cw;
+              while (ld_acquire_gpu(flag) == 0) {
+              }
+            }
+            named_barrier_sync(sk_bar, 128);
+            const float4* src = slot(j);
+#pragma unroll
+            for (int q = 0; q < kQuads; ++q) {
+              const float4 v = __ldcg(src + q * 128 + wg_thread);
+              acc[0][4 * q] += v.x;
+              acc[0][4 * q + 1] += v.y;
+              acc[0][4 * q + 2] += v.z;
+              acc[0][4 * q + 3] += v.w;
+            }
+          }
+        }
+        epilogue(tc, tc.tm);
+      }
+    }
+
+    // ------------------------------------------------------------ whole tiles
+    // Ping-pong mainloop order: warpgroup w starts the mainloop of its local
+    // tile j only after the other one has issued (waited on every `full`
+    // barrier of) local tile j - 1, through named barrier 1 + w.  Besides
+    // alternating the two mainloops, this keeps each `full` barrier at most
+    // one phase behind the position a warpgroup waits for, so the parity
+    // wait cannot be fooled by a phase two laps old.  Every arrive has its
+    // sync: a warpgroup arrives only if the next local tile exists, and syncs
+    // only if the previous one did.
+    constexpr uint32_t kOrderThreads = 256;
+    int unit = dp_first;
+    int local = 0;  // this CTA's local tile index
+    if constexpr (Cfg::kPingPong) {
+      if (cw == 1) {
+        skip_tile();
+        unit += unit_stride;
+        local = 1;
+      }
+    }
+    constexpr int kUnitSteps = Cfg::kPingPong ? 2 : 1;
+    for (; unit < total_units; unit += kUnitSteps * unit_stride, local += kUnitSteps) {
+      const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
+      const int tile_m = tc.tm * Cfg::kCluster + rank;
+      if constexpr (Cfg::kPingPong) {
+        if (local > 0) named_barrier_sync(1 + cw, kOrderThreads);
+      }
+      // Small M: this warpgroup's rows [tile_m * kBM + cw * 64, +64) are all
+      // >= M (their A rows are TMA zero-fill, their stores masked), so it only
+      // keeps the ring protocol: wait on each stage's `full` (so it arrives on
+      // `empty` at most once per phase, after the stage was filled) and
+      // release it at once; the other warpgroup alone uses the tensor cores.
+      // Warpgroup-uniform, decided per tile; never with ping-pong (each
+      // warpgroup owns all 128 rows there).
+      const bool idle = !Cfg::kPingPong && args.skip_idle_slabs &&
+                        static_cast<int64_t>(tile_m) * kBM + cw * 64 >= args.M;
+      if (idle) {
+        for (int kb = kb_begin; kb < kb_end; ++kb) {
+          mbar_wait(full_bar + 8 * stage, phase);
+          __syncwarp();
+          if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * stage);
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+      // idle: the math loop runs no iteration
+      const int prev_stage = mainloop(kb_begin, idle ? kb_begin : kb_end);
+      if constexpr (Cfg::kPingPong) {
+        if (unit + unit_stride < total_units) named_barrier_arrive(1 + (cw ^ 1), kOrderThreads);
+      }
+      finish_mainloop(prev_stage, idle);
+      if constexpr (Cfg::kPingPong) skip_tile();  // the other warpgroup's next tile
+
+      if constexpr (Cfg::kSplitK) {
+        // Park the fp32 partial in the ring (row-major, kPartialStride floats
+        // per row).  Every TMA write into the ring has landed (each stage's
+        // `full` was waited on) and this CTA loads nothing more, but the other
+        // consumer warpgroup may still be reading the last stages: wait for it.
+        named_barrier_sync(1, 256);
+        const int prow = cw * 64 + warp * 16 + lane / 4;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) {
+          const int pcol = 8 * j + 2 * (lane % 4);
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            st_shared_v2(ring + ((prow + 8 * h) * Cfg::kPartialStride + pcol) * 4, acc[0][4 * j + 2 * h],
+                         acc[0][4 * j + 2 * h + 1]);
+        }
+        continue;  // one tile per cluster; the reduction follows the cluster barrier below
+      }
+      if (idle) continue;  // every row of this slab is >= M: nothing to store
+      epilogue(tc, tile_m);
     }
   }
   if constexpr (Cfg::kCluster > 1) {
@@ -630,7 +744,8 @@ constexpr CUtensorMapDataType tma_dtype() {
 // Builds both tensor maps and launches one instantiation.  hopper_can_run has
 // already checked alignment, strides, sizes and the device.
 template <class Cfg>
-const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, const Choice& c) {
+const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, const Choice& c,
+                        void* workspace) {
   using T = typename Cfg::Elem;
   constexpr int es = Cfg::kElemBytes;
   const bool a_batched = p.batch > 1 && p.a.batch_stride != 0;
@@ -710,7 +825,20 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
                          map_a, map_b, args);
   } else if constexpr (Cfg::kCluster == 1) {
     const int64_t tiles = static_cast<int64_t>(args.tiles_m) * args.tiles_n * args.batch;
-    const int grid = static_cast<int>(tiles < dev.num_sms ? tiles : dev.num_sms);
+    int grid = static_cast<int>(tiles < dev.num_sms ? tiles : dev.num_sms);
+    if constexpr (Cfg::kStreamK) {
+      // Stream-K: every SM gets a CTA; the flags start at 0 on every launch.
+      const int64_t sk = c.stream_k ? stream_k_tiles(tiles, dev.num_sms, args.k_blocks) : 0;
+      if (sk > 0) {
+        if (workspace == nullptr) return "sm90: stream-K needs a workspace";
+        grid = dev.num_sms;
+        args.sk_tiles = static_cast<int>(sk);
+        args.sk_flags = static_cast<int*>(workspace);
+        args.sk_partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + stream_k_flag_bytes(grid));
+        if (cudaMemsetAsync(workspace, 0, stream_k_flag_bytes(grid), stream) != cudaSuccess)
+          return "sm90: stream-K flag reset failed";
+      }
+    }
     kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(map_a, map_b, args);
     return nullptr;
   } else {
@@ -734,15 +862,15 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
 // One dtype's instantiations, selected by the host-side Choice.  Each dtype
 // file (hopper_bf16.cu, ...) instantiates this once.
 template <class T>
-const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c) {
+const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c, void* workspace) {
   if constexpr (sizeof(T) == 2) {
     const int layout = (c.a_mn ? 2 : 0) + (c.b_mn ? 1 : 0);
 #define TILED_SM90_LAYOUTS(BN, CL, PP, ...)                                                            \
   switch (layout) {                                                                                     \
-    case 0: return launch_sm90<Sm90Config<T, BN, false, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c); \
-    case 1: return launch_sm90<Sm90Config<T, BN, false, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c);  \
-    case 2: return launch_sm90<Sm90Config<T, BN, true, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c);  \
-    default: return launch_sm90<Sm90Config<T, BN, true, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c);  \
+    case 0: return launch_sm90<Sm90Config<T, BN, false, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace); \
+    case 1: return launch_sm90<Sm90Config<T, BN, false, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
+    case 2: return launch_sm90<Sm90Config<T, BN, true, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
+    default: return launch_sm90<Sm90Config<T, BN, true, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
   }
     if (c.tile == Tile::k128x256) {
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)
@@ -758,11 +886,11 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 #undef TILED_SM90_LAYOUTS
   } else {
     if (c.a_mn || c.b_mn) return "sm90: tf32 takes K-major operands only";
-    if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c);
-    if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c);
-    if (c.split_k > 1) return launch_sm90<Sm90Config<T, 128, false, false, 1, false, true>>(p, dev, stream, c);
-    if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, false, false>>(p, dev, stream, c);
-    return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream, c);
+    if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c, workspace);
+    if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c, workspace);
+    if (c.split_k > 1) return launch_sm90<Sm90Config<T, 128, false, false, 1, false, true>>(p, dev, stream, c, workspace);
+    if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, false, false>>(p, dev, stream, c, workspace);
+    return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream, c, workspace);
   }
 }
 

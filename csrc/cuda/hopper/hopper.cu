@@ -21,6 +21,8 @@ namespace {
 
 using sm90::Choice;
 using sm90::Tile;
+using sm90::tile_bn;
+using sm90::stream_k_tiles;
 
 [[maybe_unused]] constexpr int64_t kMaxInt = 0x7fffffff;
 
@@ -132,6 +134,12 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   if (!c.pingpong && c.cluster == 1 && c.split_k == 0 &&
       (setting_is("TILED_SM90_NARROW", "1") || (tiles128 * 2 <= sms && !setting_is("TILED_SM90_NARROW", "0"))))
     c.tile = Tile::k128x64;
+  // Stream-K over the last partial wave (cooperative without cluster or
+  // split; tile counts per 132-SM grid): TILED_SM90_STREAMK=1 on, =0 off.
+  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 && setting_is("TILED_SM90_STREAMK", "1")) {
+    const int64_t tiles = tm * ceil_div(p.N, tile_bn(c.tile)) * p.batch;
+    c.stream_k = stream_k_tiles(tiles, sms, ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64)) > 0;
+  }
   // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
   if (const char* g = setting("TILED_SM90_GROUPM")) {
     const long v = std::strtol(g, nullptr, 10);
@@ -180,42 +188,53 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // "sm90_<dtype>_<variant>_<a><b>" with BLAS letters: a/b 'n' row-major,
   // 't' column-major.  Variants: 128x256, 128x128, 128x64 (cooperative), 128x256c2
   // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
-  // (split-K over a cluster of 2/4/8 CTAs).  Built once.
+  // (split-K over a cluster of 2/4/8 CTAs), 128x256streamk, 128x128streamk,
+  // 128x64streamk (stream-K over the last wave).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  static const char* const kVariants[9] = {"128x256",     "128x128",    "128x256c2",  "128x128pp", "128x128ppc2",
-                                           "128x128sk2", "128x128sk4", "128x128sk8", "128x64"};
+  constexpr int kNumVariants = 12;
+  static const char* const kVariants[kNumVariants] = {
+      "128x256",    "128x128",    "128x256c2", "128x128pp",      "128x128ppc2",    "128x128sk2",
+      "128x128sk4", "128x128sk8", "128x64",    "128x256streamk", "128x128streamk", "128x64streamk"};
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
-    auto* n = new std::string[3 * 9 * 4];
+    auto* n = new std::string[3 * kNumVariants * 4];
     for (int d = 0; d < 3; ++d)
-      for (int v = 0; v < 9; ++v)
+      for (int v = 0; v < kNumVariants; ++v)
         for (int l = 0; l < 4; ++l)
-          n[(d * 9 + v) * 4 + l] = std::string("sm90_") + kDtypes[d] + "_" + kVariants[v] + "_" + kLayouts[l];
+          n[(d * kNumVariants + v) * 4 + l] = std::string("sm90_") + kDtypes[d] + "_" + kVariants[v] + "_" + kLayouts[l];
     return n;
   }();
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
+  const int sk = c.stream_k ? 1 : 0;
   const int v = c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
                 : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
-                : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : 0)
-                : c.tile == Tile::k128x64  ? 8
-                                           : 1;
+                : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
+                : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
+                                           : (sk ? 10 : 1);
   const int l = (c.a_mn ? 2 : 0) + (c.b_mn ? 1 : 0);
-  return names[(d * 9 + v) * 4 + l].c_str();
+  return names[(d * kNumVariants + v) * 4 + l].c_str();
 }
 
-const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
+  if (!can_run_impl(p, dev)) return 0;
+  const Choice c = choose(p, dev);
+  return c.stream_k ? sm90::stream_k_workspace_bytes(dev.num_sms, tile_bn(c.tile)) : 0;
+}
+
+const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
 #if !defined(TILED_WITH_SM90A)
   (void)p;
   (void)dev;
   (void)stream;
+  (void)workspace;
   return "sm90: built without sm_90a (TILED_WITH_SM90A undefined)";
 #else
   if (!can_run_impl(p, dev)) return "sm90: problem not supported by the Hopper kernel";
   const Choice c = choose(p, dev);
   switch (p.dtype) {
-    case DType::bf16: return sm90::launch_bf16(p, dev, stream, c);
-    case DType::f16: return sm90::launch_f16(p, dev, stream, c);
-    case DType::f32: return sm90::launch_tf32(p, dev, stream, c);
+    case DType::bf16: return sm90::launch_bf16(p, dev, stream, c, workspace);
+    case DType::f16: return sm90::launch_f16(p, dev, stream, c, workspace);
+    case DType::f32: return sm90::launch_tf32(p, dev, stream, c, workspace);
     default: return "sm90: unsupported dtype";
   }
 #endif

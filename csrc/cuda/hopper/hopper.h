@@ -2,7 +2,7 @@
 //
 // dispatch.h declares the two entry points every family has:
 //   bool        hopper_can_run(const GemmProblem&, const DeviceInfo&);
-//   const char* hopper_gemm(const GemmProblem&, const DeviceInfo&, cudaStream_t);
+//   const char* hopper_gemm(const GemmProblem&, const DeviceInfo&, cudaStream_t, void* workspace);
 // This header adds the config name (for gemm_kernel_name) and, in namespace
 // sm90, the host-side config choice shared by hopper.cu and the per-dtype
 // instantiation files.  Torch-free, and includes no CUDA device code.
@@ -19,6 +19,8 @@ namespace cuda {
 // <BMxBN>_<a><b>", a/b = 'n' row-major or 't' column-major), or nullptr when
 // hopper_can_run(p, dev) is false.
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
+// Scratch hopper_gemm needs for `p` (stream-K partial tiles), 0 when none.
+size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 
 namespace sm90 {
 
@@ -42,7 +44,28 @@ struct Choice {
   // 64-row slab is wholly past M skip their wgmmas and epilogue (same
   // kernels, a runtime argument; names unchanged).
   bool skip_idle_slabs = false;
+  // Stream-K (cooperative, no cluster or split): the last partial wave of
+  // tiles and one full wave before it are dealt to every SM as equal runs of
+  // k-blocks (stream_k_tiles below); partial tiles go through a workspace
+  // (hopper_workspace_bytes) and are summed in a fixed order.
+  bool stream_k = false;
 };
+
+// Stream-K tiles for `tiles` output tiles of `k_blocks` k-blocks on a grid
+// of `grid` CTAs: all of them when they fill less than one wave, else the
+// last partial wave plus one full wave (so a tile is split over at most two
+// CTAs); 0 when the tiles fill whole waves, or some CTA would get no k-block.
+constexpr int64_t stream_k_tiles(int64_t tiles, int64_t grid, int64_t k_blocks) {
+  if (grid <= 1 || tiles % grid == 0) return 0;
+  const int64_t sk = tiles < grid ? tiles : tiles % grid + grid;
+  return sk * k_blocks >= grid ? sk : 0;
+}
+// Workspace of a stream-K launch on `grid` CTAs: a zeroed flag per consumer
+// warpgroup (rounded to 256 bytes), then one fp32 partial tile per CTA.
+constexpr size_t stream_k_flag_bytes(int64_t grid) { return static_cast<size_t>((grid * 2 * 4 + 255) / 256 * 256); }
+constexpr size_t stream_k_workspace_bytes(int64_t grid, int bn) {
+  return stream_k_flag_bytes(grid) + static_cast<size_t>(grid) * 128 * bn * 4;
+}
 
 constexpr int tile_bn(Tile t) { return t == Tile::k128x256 ? 256 : t == Tile::k128x128 ? 128 : 64; }
 // Rings of 192 KB: 4 x 48 KB, 6 x 32 KB, 8 x 24 KB.
@@ -55,9 +78,10 @@ constexpr int tile_smem_bytes(Tile t) {
 }
 
 // Per-dtype launchers (hopper_bf16.cu, hopper_f16.cu, hopper_tf32.cu).
-const char* launch_bf16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c);
-const char* launch_f16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c);
-const char* launch_tf32(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c);
+// `workspace`: hopper_workspace_bytes(p, dev) bytes, 256-byte aligned (null when 0).
+const char* launch_bf16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c, void* workspace);
+const char* launch_f16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c, void* workspace);
+const char* launch_tf32(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c, void* workspace);
 
 }  // namespace sm90
 }  // namespace cuda

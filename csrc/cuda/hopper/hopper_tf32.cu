@@ -8,8 +8,8 @@ namespace tiled {
 namespace cuda {
 namespace sm90 {
 
-const char* launch_tf32(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c) {
-  return launch_choice<float>(p, dev, stream, c);
+const char* launch_tf32(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c, void* workspace) {
+  return launch_choice<float>(p, dev, stream, c, workspace);
 }
 
 }  // namespace sm90
