@@ -49,26 +49,42 @@ def num_sms():
     return torch.cuda.get_device_properties(0).multi_processor_count
 
 
-def expected_tile(M, N, batch=1, dtype=None, K=None):
-    """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides.
+def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
+    """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides
+    (streamk=True / False: TILED_SM90_STREAMK=1 / 0).
     16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
     cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
     the pairs need more waves than single tiles.  Otherwise 128x64 tiles when
     the 128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
-    needs fewer weighted waves (a 128x128 tile costs 0.5/0.9).  K (unused)
-    is kept for callers that pass it: no choice depends on K by default."""
+    needs fewer weighted waves (a 128x128 tile costs 0.5/0.9).  A cooperative
+    tile without clusters runs stream-K ("streamk" appended) when switched
+    on, or by default when the 128x128 tiles fill <= a quarter of the SMs and
+    K has >= 128 k-blocks, provided hopper.h's stream_k_tiles is not 0 (the
+    tile count is not a multiple of the SM count and every CTA gets a
+    k-block).  K = 0: a shallow K."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms = num_sms()
     tm = cdiv(M, 128)
     tiles128 = tm * cdiv(N, 128) * batch
     w256 = cdiv(tm * cdiv(N, 256) * batch, sms)
     w128 = cdiv(tiles128, sms)
+    kb = cdiv(K, 32 if dtype == torch.float32 else 64)
     if dtype in HALF and tm >= 2 and tiles128 >= 4 * sms:
         w_pairs = cdiv(cdiv(tm, 2) * cdiv(N, 256) * batch, sms // 2)
-        return "128x256c2" if w_pairs <= w256 else "128x256"
-    if tiles128 * 2 <= sms:
-        return "128x64"
-    return "128x128" if w128 * 5 < w256 * 9 else "128x256"
+        tile = "128x256c2" if w_pairs <= w256 else "128x256"
+    elif tiles128 * 2 <= sms:
+        tile = "128x64"
+    else:
+        tile = "128x128" if w128 * 5 < w256 * 9 else "128x256"
+    if streamk is None:
+        streamk = tiles128 * 4 <= sms and kb >= 128
+    if not streamk or tile.endswith("c2"):
+        return tile
+    tiles = tm * cdiv(N, int(tile.split("x")[1])) * batch
+    if tiles % sms == 0:
+        return tile
+    sk = tiles if tiles < sms else tiles % sms + sms
+    return tile + "streamk" if sk * kb >= sms else tile
 
 
 def expected_name(dtype, M, N, layout, batch=1, K=None):
@@ -740,20 +756,8 @@ def test_narrow_tiles_forced(monkeypatch, dtype):
 # ------------------------------------------------------------------ stream-K (TILED_SM90_STREAMK=1)
 
 def expected_streamk_tile(M, N, K, batch=1, dtype=torch.bfloat16):
-    """Mirror of choose() with TILED_SM90_STREAMK=1: the default tile, with
-    "streamk" appended when it is cooperative without clusters and
-    stream_k_tiles (hopper.h) is not 0: the tile count is not a multiple of
-    the SM count and every CTA gets at least one k-block."""
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
-    tile = expected_tile(M, N, batch, dtype, K)
-    if tile not in ("128x256", "128x128", "128x64"):
-        return tile
-    sms = num_sms()
-    tiles = cdiv(M, 128) * cdiv(N, int(tile.split("x")[1])) * batch
-    if tiles % sms == 0:
-        return tile
-    sk = tiles if tiles < sms else tiles % sms + sms
-    return tile + "streamk" if sk * cdiv(K, 32 if dtype == torch.float32 else 64) >= sms else tile
+    """The tile with TILED_SM90_STREAMK=1."""
+    return expected_tile(M, N, batch, dtype, K, streamk=True)
 
 
 @pytest.fixture
@@ -845,7 +849,16 @@ def test_streamk_cuda_graph(streamk):
         assert torch.equal(out, want)
 
 
-def test_streamk_off_by_default(monkeypatch):
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_streamk_default(monkeypatch, dtype):
+    # On by default only for few tiles and a deep K (>= 128 k-blocks).
     monkeypatch.delenv("TILED_SM90_STREAMK", raising=False)
-    a, b = make_operands(1536, 1536, 1536, torch.bfloat16, "cuda", "NN")
+    for M, N, K, on in [(1536, 1536, 1536, False), (256, 256, 8192, True), (256, 256, 8128, False),
+                        (384, 384, 8192, True), (1000, 1000, 8192, False)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
+        assert kernel_name(a, b).endswith("streamk_nt") == on, (M, N, K)
+        assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, 1, dtype, K), "NT"), (M, N, K)
+        check(a, b, dtype)
+    monkeypatch.setenv("TILED_SM90_STREAMK", "0")
+    a, b = make_operands(256, 256, 8192, dtype, "cuda", "NT")
     assert "streamk" not in kernel_name(a, b)

@@ -80,8 +80,8 @@ struct KernelArgs {
   // several CTAs: the one holding k-block 0 owns the tile; every other CTA's
   // piece of it is the first thing that CTA computes, and it leaves the fp32
   // partial in its slot of sk_partials and raises its flag.  The owner
-  // waits for the flags of the pieces in k order, adds the partials in that
-  // order (the same bits on every run) and stores the tile.
+  // waits for the flags of all the pieces, adds the partials in k order
+  // (the same bits on every run) and stores the tile.
   int sk_tiles;
   float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
   int* sk_flags;       // [gridDim.x][2], all 0 at launch
@@ -569,18 +569,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           continue;
         }
         if (kb1 < args.k_blocks) {
-          // The owner: add the later pieces, held by the next CTAs, in k order.
+          // The owner: the later pieces are the first pieces of the next
+          // CTAs' runs (empty runs hold none).  Wait for all their flags,
+          // then add the partials in k order.
           const int64_t tile_end = static_cast<int64_t>(unit + 1) * args.k_blocks;
-          for (int j = blockIdx.x + 1; j < static_cast<int>(gridDim.x); ++j) {
-            const int64_t begin = sk_run_begin(args, j, gridDim.x);
-            if (begin >= tile_end) break;
-            if (sk_run_begin(args, j + 1, gridDim.x) == begin) continue;  // an empty run holds nothing
-            if (wg_thread == 0) {
+          int last = blockIdx.x;  // the last CTA holding a piece of this tile
+          while (last + 1 < static_cast<int>(gridDim.x) && sk_run_begin(args, last + 1, gridDim.x) < tile_end) ++last;
+          if (wg_thread == 0) {
+            for (int j = blockIdx.x + 1; j <= last; ++j) {
+              if (sk_run_begin(args, j + 1, gridDim.x) == sk_run_begin(args, j, gridDim.x)) continue;
               const int* flag = args.sk_flags + 2 * j + cw;
               while (ld_acquire_gpu(flag) == 0) {
               }
             }
-            named_barrier_sync(sk_bar, 128);
+          }
+          named_barrier_sync(sk_bar, 128);
+          for (int j = blockIdx.x + 1; j <= last; ++j) {
+            if (sk_run_begin(args, j + 1, gridDim.x) == sk_run_begin(args, j, gridDim.x)) continue;
             const float4* src = slot(j);
 #pragma unroll
             for (int q = 0; q < kQuads; ++q) {

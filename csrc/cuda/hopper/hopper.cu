@@ -56,6 +56,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   const int64_t tiles128 = tm * tn128 * p.batch;
   const int64_t waves256 = ceil_div(tm * ceil_div(p.N, 256) * p.batch, sms);
   const int64_t waves128 = ceil_div(tiles128, sms);
+  const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);  // 128 bytes of K each
   // cost256 = waves256 * 1.0, cost128 = waves128 * 0.5 / 0.9
   c.tile = (waves128 * 5 < waves256 * 9) ? Tile::k128x128 : Tile::k128x256;
   // Schedule and clusters below; environment overrides, read per call so
@@ -108,7 +109,6 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // a time on 132 SMs (GPC packing), so 32 tiles x 4 ran as two waves (0.61).
   const char* sk = setting("TILED_SM90_SPLITK");
   if (sk && sk[0] != '\0' && std::strcmp(sk, "0") != 0 && !c.pingpong && c.cluster == 1) {
-    const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);
     int s = 0;
     if (std::strcmp(sk, "auto") == 0) {
       if (tiles128 * 2 <= sms && k_blocks >= 2 * 16) s = 2;
@@ -135,10 +135,23 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
       (setting_is("TILED_SM90_NARROW", "1") || (tiles128 * 2 <= sms && !setting_is("TILED_SM90_NARROW", "0"))))
     c.tile = Tile::k128x64;
   // Stream-K over the last partial wave (cooperative without cluster or
-  // split; tile counts per 132-SM grid): TILED_SM90_STREAMK=1 on, =0 off.
-  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 && setting_is("TILED_SM90_STREAMK", "1")) {
+  // split): TILED_SM90_STREAMK=1 on, =0 off; by default only for few tiles
+  // and a deep K: 128x128 tiles fill <= a quarter of the SMs and K has >= 128
+  // k-blocks.  Measured on an H100 (bf16, paired with cuBLAS, 52aec00 /
+  // 8ba0ad4), whole tiles / stream-K: 256x256x65536 0.18 / 0.59,
+  // 512x512x16384 0.47 / 0.61, 256x1024x16384 0.58 / 0.76, 128x2048x32768
+  // 0.56 / 0.72, 384x384x8192 0.52 / 0.68; elsewhere it lost: 128x4096x4096
+  // (64 k-blocks) 0.84 / 0.80, 1024x1024x8192 0.93 / 0.53, 1536^3 0.69 /
+  // 0.55, 2048^3 0.93 / 0.70, 777x4096x4096 0.82 / 0.49, 4096^3 without
+  // clusters 0.96 / 0.75.  Pieces of one tile run at different k at the
+  // same time, so the CTAs no longer share A and B k-slices in L2 as a wave
+  // of whole tiles does, and each piece moves a 32-128 KB fp32 partial
+  // (docs/hopper.md).
+  const char* skv = setting("TILED_SM90_STREAMK");
+  const bool want_sk = skv ? std::strcmp(skv, "1") == 0 : (tiles128 * 4 <= sms && k_blocks >= 128);
+  if (want_sk && !c.pingpong && c.cluster == 1 && c.split_k == 0) {
     const int64_t tiles = tm * ceil_div(p.N, tile_bn(c.tile)) * p.batch;
-    c.stream_k = stream_k_tiles(tiles, sms, ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64)) > 0;
+    c.stream_k = stream_k_tiles(tiles, sms, k_blocks) > 0;
   }
   // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
   if (const char* g = setting("TILED_SM90_GROUPM")) {
