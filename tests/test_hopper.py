@@ -87,7 +87,7 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     return tile + "streamk" if sk * kb >= sms else tile
 
 
-def expected_name(dtype, M, N, layout, batch=1, K=None):
+def expected_name(dtype, M, N, layout, batch=1, K=0):
     return f"sm90_{TAG[dtype]}_{expected_tile(M, N, batch, dtype, K)}_{layout.lower()}"
 
 

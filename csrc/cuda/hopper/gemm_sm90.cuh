@@ -570,30 +570,42 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
         if (kb1 < args.k_blocks) {
           // The owner: the later pieces are the first pieces of the next
-          // CTAs' runs (empty runs hold none).  Wait for all their flags,
-          // then add the partials in k order.
+          // CTAs' runs, up to the last run that starts before the tile ends
+          // (s_j = floor(I j / g) < tile_end  <=>  j < tile_end g / I).  No
+          // run is empty: the host launches stream-K only with I >= g.
+          const int64_t iters = static_cast<int64_t>(args.sk_tiles) * args.k_blocks;
           const int64_t tile_end = static_cast<int64_t>(unit + 1) * args.k_blocks;
-          int last = blockIdx.x;  // the last CTA holding a piece of this tile
-          while (last + 1 < static_cast<int>(gridDim.x) && sk_run_begin(args, last + 1, gridDim.x) < tile_end) ++last;
-          if (wg_thread == 0) {
-            for (int j = blockIdx.x + 1; j <= last; ++j) {
-              if (sk_run_begin(args, j + 1, gridDim.x) == sk_run_begin(args, j, gridDim.x)) continue;
-              const int* flag = args.sk_flags + 2 * j + cw;
-              while (ld_acquire_gpu(flag) == 0) {
-              }
+          const int64_t last_run = (tile_end * gridDim.x - 1) / iters;
+          const int last = last_run < gridDim.x - 1 ? static_cast<int>(last_run) : static_cast<int>(gridDim.x) - 1;
+          // The warpgroup's threads poll the flags side by side (a tile can
+          // have dozens of pieces when tiles are few and K is deep).
+          for (int j = blockIdx.x + 1 + wg_thread; j <= last; j += 128) {
+            const int* flag = args.sk_flags + 2 * j + cw;
+            while (ld_acquire_gpu(flag) == 0) {
             }
           }
           named_barrier_sync(sk_bar, 128);
-          for (int j = blockIdx.x + 1; j <= last; ++j) {
-            if (sk_run_begin(args, j + 1, gridDim.x) == sk_run_begin(args, j, gridDim.x)) continue;
-            const float4* src = slot(j);
+          // Then the partials, in k order, kU of them in flight at a time
+          // (more for narrow tiles, whose accumulators leave registers free).
+          constexpr int kU = kQuads <= 8 ? 4 : kQuads <= 16 ? 2 : 1;
+          for (int j0 = blockIdx.x + 1; j0 <= last; j0 += kU) {
+            float4 v[kU][kQuads];
 #pragma unroll
-            for (int q = 0; q < kQuads; ++q) {
-              const float4 v = __ldcg(src + q * 128 + wg_thread);
-              acc[0][4 * q] += v.x;
-              acc[0][4 * q + 1] += v.y;
-              acc[0][4 * q + 2] += v.z;
-              acc[0][4 * q + 3] += v.w;
+            for (int u = 0; u < kU; ++u) {
+              const float4* src = slot(j0 + u <= last ? j0 + u : j0);
+#pragma unroll
+              for (int q = 0; q < kQuads; ++q) v[u][q] = __ldcg(src + q * 128 + wg_thread);
+            }
+#pragma unroll
+            for (int u = 0; u < kU; ++u) {
+              if (j0 + u > last) break;
+#pragma unroll
+              for (int q = 0; q < kQuads; ++q) {
+                acc[0][4 * q] += v[u][q].x;
+                acc[0][4 * q + 1] += v[u][q].y;
+                acc[0][4 * q + 2] += v[u][q].z;
+                acc[0][4 * q + 3] += v[u][q].w;
+              }
             }
           }
         }
