@@ -52,6 +52,26 @@ def main():
                 failures += 1
                 print(f"BAD skinny {M}x{N}x{K} {lay} S={splits} cluster={cluster} {name}: rel err {err:.2e}")
     del os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"]
+    # The Hopper kernel's stream-K pieces (partials through the workspace,
+    # flags), ragged and batched; and the deep-K split-K default.
+    os.environ["TILED_SKINNY_MAXM"] = "0"
+    for M, N, K, batch, env in ((200, 300, 1000, 1, "1"), (129, 136, 520, 3, "1"), (256, 256, 8192, 1, None)):
+        if env:
+            os.environ["TILED_SM90_STREAMK"] = env
+        for lay in ("NN", "TT"):
+            a = layouts(torch.randn(batch, M, K, device="cuda", dtype=torch.bfloat16).squeeze(0), lay[0]) \
+                if batch == 1 else torch.randn(batch, M, K, device="cuda", dtype=torch.bfloat16)
+            b = layouts(torch.randn(K, N, device="cuda", dtype=torch.bfloat16), lay[1])
+            name = torch.ops.tiled.gemm_kernel_name(a, b)
+            out = torch.ops.tiled.gemm(a, b)
+            ref = a.double() @ b.double()
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            if not err < 2e-2:
+                failures += 1
+                print(f"BAD sm90 {M}x{N}x{K} batch {batch} {lay} {name}: rel err {err:.2e}")
+            print(f"sm90 {M}x{N}x{K} batch {batch} {lay}: {name}")
+        os.environ.pop("TILED_SM90_STREAMK", None)
+    del os.environ["TILED_SKINNY_MAXM"]
     for step in range(1, 9):
         a = torch.randn(65, 63, device="cuda", dtype=torch.float32)
         b = torch.randn(63, 129, device="cuda", dtype=torch.float32)

@@ -56,7 +56,9 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
     the pairs need more waves than single tiles.  Otherwise 128x64 tiles when
     the 128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
-    needs fewer weighted waves (a 128x128 tile costs 0.5/0.9).  A cooperative
+    needs fewer weighted waves (a 128x128 tile costs 0.5/0.9).  Very few
+    tiles (128x128 tiles <= 1/12 of the SMs) and >= 128 k-blocks: split-K
+    over clusters of 8 (128x128sk8).  A cooperative
     tile without clusters runs stream-K ("streamk" appended) when switched
     on, or by default when the 128x128 tiles fill <= a quarter of the SMs and
     K has >= 128 k-blocks, provided hopper.h's stream_k_tiles is not 0 (the
@@ -69,6 +71,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     w256 = cdiv(tm * cdiv(N, 256) * batch, sms)
     w128 = cdiv(tiles128, sms)
     kb = cdiv(K, 32 if dtype == torch.float32 else 64)
+    if tiles128 * 12 <= sms and kb >= 128:  # very few tiles, deep K: split-K over 8-CTA clusters
+        return "128x128sk8"
     if dtype in HALF and tm >= 2 and tiles128 >= 4 * sms:
         w_pairs = cdiv(cdiv(tm, 2) * cdiv(N, 256) * batch, sms // 2)
         tile = "128x256c2" if w_pairs <= w256 else "128x256"
@@ -850,15 +854,21 @@ def test_streamk_cuda_graph(streamk):
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_streamk_default(monkeypatch, dtype):
-    # On by default only for few tiles and a deep K (>= 128 k-blocks).
+def test_deep_k_defaults(monkeypatch, dtype):
+    # Few tiles and a deep K (>= 128 k-blocks): split-K over 8-CTA clusters
+    # for <= 11 tiles of 128x128, stream-K up to a quarter of the SMs.
     monkeypatch.delenv("TILED_SM90_STREAMK", raising=False)
-    for M, N, K, on in [(1536, 1536, 1536, False), (256, 256, 8192, True), (256, 256, 8128, False),
-                        (384, 384, 8192, True), (1000, 1000, 8192, False)]:
+    monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
+    for M, N, K, kind in [(1536, 1536, 1536, "128x256_"), (256, 256, 8192, "sk8"), (384, 384, 8192, "sk8"),
+                          (256, 256, 8128, "128x64_"), (512, 512, 8192, "streamk"), (256, 1024, 8200, "streamk"),
+                          (1000, 1000, 8192, "128x64_")]:
         a, b = make_operands(M, N, K, dtype, "cuda", "NT")
-        assert kernel_name(a, b).endswith("streamk_nt") == on, (M, N, K)
+        assert kind in kernel_name(a, b), (M, N, K)
         assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, 1, dtype, K), "NT"), (M, N, K)
         check(a, b, dtype)
     monkeypatch.setenv("TILED_SM90_STREAMK", "0")
+    a, b = make_operands(512, 512, 8192, dtype, "cuda", "NT")
+    assert kernel_name(a, b) == variant_name(dtype, "128x64", "NT")
+    monkeypatch.setenv("TILED_SM90_SPLITK", "0")
     a, b = make_operands(256, 256, 8192, dtype, "cuda", "NT")
-    assert "streamk" not in kernel_name(a, b)
+    assert kernel_name(a, b) == variant_name(dtype, "128x64", "NT")

@@ -107,10 +107,20 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // 0.83 -> 0.87-0.90) but the 128x64 tiles below beat both (0.84, 0.99),
   // so it is not the default.  Larger S lose: clusters of 4 fit only 30 at
   // a time on 132 SMs (GPC packing), so 32 tiles x 4 ran as two waves (0.61).
+  // By default (setting unset) S = 8 for very few tiles and a deep K: 128x128
+  // tiles <= 1/12 of the SMs (<= 11 on 132) and >= 128 k-blocks.  Measured
+  // on an H100 (bf16, paired with cuBLAS, 4c4e2b5), whole 128x64 tiles /
+  // stream-K / S = 8: 256x256x8192 0.38 / 0.62 / 0.73, 384x384x8192 0.52 /
+  // 0.79 / 0.91, 256x256x65536 0.18 / 0.67 / 0.73; with 16 such tiles
+  // stream-K (below) is as good or better: 512x512x16384 0.47 / 0.63 / 0.60,
+  // 256x1024x16384 0.58 / 0.80 / 0.73, 128x2048x32768 0.55 / 0.73 / 0.77.
   const char* sk = setting("TILED_SM90_SPLITK");
-  if (sk && sk[0] != '\0' && std::strcmp(sk, "0") != 0 && !c.pingpong && c.cluster == 1) {
+  const bool deep_few = tiles128 * 12 <= sms && k_blocks >= 128;
+  if (((sk && sk[0] != '\0' && std::strcmp(sk, "0") != 0) || (!sk && deep_few)) && !c.pingpong && c.cluster == 1) {
     int s = 0;
-    if (std::strcmp(sk, "auto") == 0) {
+    if (!sk) {
+      s = 8;
+    } else if (std::strcmp(sk, "auto") == 0) {
       if (tiles128 * 2 <= sms && k_blocks >= 2 * 16) s = 2;
     } else {
       const long v = std::strtol(sk, nullptr, 10);
