@@ -54,7 +54,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     (streamk=True / False: TILED_SM90_STREAMK=1 / 0).
     16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
     cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
-    the pairs need more waves than single tiles.  Otherwise 128x64 tiles when
+    the pairs need more waves than single tiles, or ping-pong 128x128 tiles
+    in clusters when their waves (each costing 0.54) come out cheaper.  Otherwise 128x64 tiles when
     the 128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
     needs fewer weighted waves (a 128x128 tile costs 0.5/0.9).  Very few
     tiles (128x128 tiles <= 1/12 of the SMs) and >= 128 k-blocks: split-K
@@ -75,7 +76,10 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
         return "128x128sk8"
     if dtype in HALF and tm >= 2 and tiles128 >= 4 * sms:
         w_pairs = cdiv(cdiv(tm, 2) * cdiv(N, 256) * batch, sms // 2)
+        w_pp = cdiv(cdiv(tm, 2) * cdiv(N, 128) * batch, sms // 2)
         tile = "128x256c2" if w_pairs <= w256 else "128x256"
+        if w_pp * 54 < (w_pairs if tile.endswith("c2") else w256) * 100:
+            tile = "128x128ppc2"
     elif tiles128 * 2 <= sms:
         tile = "128x64"
     else:
@@ -501,8 +505,9 @@ def test_splitk_auto_picks(monkeypatch):
 def test_wave_cost_schedule():
     # M = 777, N = 14336: 7 tile rows run as 4 pairs (8 rows) in clusters,
     # 4 waves of pairs, against 3 waves of single 128x256 tiles: no clusters.
-    # M = 768 (6 rows, no padding row): clusters.
-    for M, want in [(777, "128x256"), (768, "128x256c2")]:
+    # M = 768 (6 rows, no padding row): clusters.  M = 1024: 4 waves of
+    # 128x256 pairs (the last 39% full) against 7 of ping-pong pairs (3.78).
+    for M, want in [(777, "128x256"), (768, "128x256c2"), (1024, "128x128ppc2")]:
         a, b = make_operands(M, 14336, 64, torch.bfloat16, "cuda", "NN")
         assert expected_tile(M, 14336, 1, torch.bfloat16) == want, M
         assert kernel_name(a, b) == variant_name(torch.bfloat16, want, "NN"), M
@@ -812,13 +817,12 @@ def test_streamk_tf32(streamk, tf32):
 
 
 def test_streamk_whole_tiles_after(streamk, monkeypatch):
-    # 3.1 waves of 128x256 tiles without clusters: one full wave and the
-    # partial one in stream-K pieces, two waves of whole tiles after them.
+    # 3.5 waves of 128x256 tiles (464 on 132 SMs), clusters off: one full
+    # wave and the partial one in stream-K pieces, two waves of whole tiles
+    # after them.
     monkeypatch.setenv("TILED_SM90_CLUSTER", "1")
-    sms = num_sms()
-    tn = 16
-    tm = -(-(3 * sms + 13) // tn)
-    M, N, K = 128 * tm - 5, 256 * tn, 1000
+    M, N, K = 128 * 29 - 5, 4096, 1000
+    assert expected_tile(M, N, 1, torch.bfloat16, K) == "128x256c2"  # without the cluster switch
     a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
     assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x256streamk", "NN")
     check(a, b, torch.bfloat16)

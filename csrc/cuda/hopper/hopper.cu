@@ -79,15 +79,26 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // / 0.975, 3000x5000x4096 0.743 / 0.646 / 0.912; below 4 waves clusters
   // lose (2048^3 0.966 -> 0.924).  On an H200 ping-pong+clusters and
   // cooperative were within 3% of each other (docs/hopper.md, round 4).
-  // Ping-pong stays selectable: TILED_SM90_SCHEDULE=pingpong.
-  bool auto_cluster = false;
+  // Ping-pong + clusters (128x128 tiles, each consumer warpgroup its own,
+  // epilogues under the other's mainloop) only where its finer tiles save
+  // enough of a last wave: a ping-pong wave of 128x128 tiles costs 0.54 of a
+  // 128x256 one.  Measured on an H100 (4aeed24), cooperative+clusters /
+  // ping-pong+clusters: 1024x14336x4096 0.917 / 0.968 (NT 0.848 / 0.920; 4
+  // waves of pairs against 7 of ping-pong pairs), 1280x14336x4096 0.885 /
+  // 0.921 (5 / 9); and as predicted against it: 2048x14336x4096 ours 359 /
+  // 368 us (7 / 14), 768x14336x4096 0.964 / 0.910 (3 / 6), 3000x5000x4096
+  // 0.911 / 0.747 (4 / 8).  TILED_SM90_SCHEDULE=pingpong forces it.
+  bool auto_cluster = false, auto_pp = false;
   if (p.dtype != DType::f32 && tm >= 2 && tiles128 >= 4 * sms) {
     const int64_t slots = sms / 2 > 0 ? sms / 2 : 1;
     const int64_t waves_pairs = ceil_div(ceil_div(tm, 2) * ceil_div(p.N, 256) * p.batch, slots);
+    const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * tn128 * p.batch, slots);
     auto_cluster = waves_pairs <= waves256;
+    auto_pp = waves_pp * 54 < (auto_cluster ? waves_pairs : waves256) * 100;
+    if (auto_pp) auto_cluster = true;
     if (!sched) c.tile = Tile::k128x256;
   }
-  if (sched && std::strcmp(sched, "pingpong") == 0) {
+  if ((sched && std::strcmp(sched, "pingpong") == 0) || (!sched && auto_pp)) {
     c.tile = Tile::k128x128;
     c.pingpong = true;
   }
