@@ -289,14 +289,19 @@ def test_large_bf16(layout):
     check(a, b, torch.bfloat16, name=expected_name(torch.bfloat16, 4096, 4096, layout))
 
 
+def assert_deterministic(M, N, K, dtype, name_part, runs=2):
+    """Same bits on repeated runs (NT, with bias) of the config named name_part."""
+    a, b = make_operands(M, N, K, dtype, "cuda", "NT")
+    bias = rand((N,), dtype, "cuda")
+    assert name_part in kernel_name(a, b)
+    first = gemm(a, b, bias)
+    for _ in range(runs):
+        assert torch.equal(gemm(a, b, bias), first)
+
+
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_deterministic(dtype):
-    a, b = make_operands(1000, 2056, 1032, dtype, "cuda", "NT")
-    bias = rand((2056,), dtype, "cuda")
-    assert kernel_name(a, b).startswith("sm90_")
-    first = gemm(a, b, bias)
-    for _ in range(2):
-        assert torch.equal(gemm(a, b, bias), first)
+    assert_deterministic(1000, 2056, 1032, dtype, "sm90_")
 
 
 # ------------------------------------------------------------------ what Hopper refuses
@@ -434,11 +439,7 @@ def test_pingpong_cluster(pingpong, cluster2, dtype, layout):
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_pingpong_deterministic(pingpong, dtype):
-    a, b = make_operands(2000, 2056, 1032, dtype, "cuda", "NT")
-    bias = rand((2056,), dtype, "cuda")
-    first = gemm(a, b, bias)
-    for _ in range(2):
-        assert torch.equal(gemm(a, b, bias), first)
+    assert_deterministic(2000, 2056, 1032, dtype, "128x128pp")
 
 
 def expected_split(M, N, K, setting, dtype=torch.bfloat16, batch=1):
@@ -830,12 +831,7 @@ def test_streamk_whole_tiles_after(streamk, monkeypatch):
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_streamk_deterministic(streamk, dtype):
-    a, b = make_operands(1536, 1536, 4096, dtype, "cuda", "NT")
-    bias = rand((1536,), dtype, "cuda")
-    assert kernel_name(a, b).endswith("streamk_nt")
-    first = gemm(a, b, bias)
-    for _ in range(3):
-        assert torch.equal(gemm(a, b, bias), first)
+    assert_deterministic(1536, 1536, 4096, dtype, "streamk_nt", runs=3)
 
 
 def test_streamk_cuda_graph(streamk):
