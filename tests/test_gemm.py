@@ -269,6 +269,38 @@ def test_staged_operands(dtype, layout):
 
 
 @needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, "tf32"], ids=str)
+def test_staged_copies_exact(dtype):
+    """The staging copy (csrc/cuda/stage_copy.cu) moves every element: small
+    integers (exact products and fp32 sums), so the result must equal the
+    float64 reference rounded to the output type bit for bit.  Sources with
+    a step in both dimensions, an odd offset, a transposed batch, a
+    broadcast (stride-0) batch, and sizes not multiples of its 32x32 tiles."""
+    tf32 = dtype == "tf32"
+    dt = torch.float32 if tf32 else dtype
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(7)
+    ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen, device="cuda").to(dt)  # noqa: E731
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        cases = [
+            (ints(300, 2 * 257)[:, ::2], ints(257, 190)),  # A: column stride 2, row stride 514
+            (ints(131, 77), ints(3, 77, 2 * 200)[1, :, 1::2]),  # B: odd offset, column stride 2
+            (ints(4, 150, 100).transpose(1, 2), ints(4, 150, 99)),  # A: column-major batch
+            (ints(3, 65, 130), ints(1, 130, 67).expand(3, 130, 67)),  # B: stride-0 batch
+            (ints(97, 1000).t(), ints(97, 65).t().contiguous().t()),  # 1000 x 97 times 97 x 65, both transposed
+        ]
+        for a, b in cases:
+            out = gemm(a, b)
+            want = reference(a, b).to(dt)
+            bad = (out != want).sum().item()
+            assert bad == 0, (tuple(a.shape), tuple(b.shape), torch.ops.tiled.gemm_kernel_name(a, b), bad)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+@needs_cuda
 def test_staging_can_be_disabled_and_small_shapes_skip_it():
     if not _is_hopper():
         pytest.skip("staging targets the sm_90a kernels")

@@ -53,6 +53,21 @@ StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev);
 // batch stride), given its copy's base pointer.
 Operand staged_operand(const StagedOperand& s, int64_t rows, int64_t cols, bool batched, const void* ptr);
 
+// The staging copy itself: dst(b, r, c) = src(b, r, c) for a batch x rows x
+// cols operand, both sides addressed by element strides (the source's any,
+// the copy's with the staged leading dimension).  Transposing copies go
+// through shared-memory tiles (stage_copy.cu).  Enqueued on `stream`;
+// nullptr on success.
+struct StageCopy {
+  const void* src = nullptr;
+  int64_t src_batch_stride = 0, src_row_stride = 0, src_col_stride = 0;
+  void* dst = nullptr;
+  int64_t dst_batch_stride = 0, dst_row_stride = 0, dst_col_stride = 0;
+  int64_t batch = 0, rows = 0, cols = 0;
+  int elem_bytes = 0;  // 2 or 4
+};
+const char* stage_copy(const StageCopy& c, int num_sms, cudaStream_t stream);
+
 // The name of the kernel gemm() would pick (for tests and benchmarks).
 const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev);
 

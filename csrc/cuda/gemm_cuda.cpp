@@ -54,11 +54,20 @@ at::Tensor operand_view(const at::Tensor& storage, const Operand& o, int64_t bat
 // Copies with aligned leading dimensions, as dispatch's staging plan asks
 // (see StagingPlan in dispatch.h).  The copies only have to live until the
 // kernel is enqueued: the caching allocator keeps them valid for the stream.
-at::Tensor stage_one(const at::Tensor& src, const cuda::StagedOperand& s) {
+at::Tensor stage_one(const at::Tensor& src, const cuda::StagedOperand& s, const cuda::DeviceInfo& dev) {
   const int64_t nb = src.size(0), rows = src.size(1), cols = src.size(2);
   at::Tensor dst = at::empty({nb, s.row_major ? rows : cols, s.ld}, src.options());
   at::Tensor view = s.row_major ? dst.narrow(2, 0, cols) : dst.narrow(2, 0, rows).transpose(1, 2);
-  view.copy_(src);
+  cuda::StageCopy c;
+  c.src = src.data_ptr();
+  c.src_batch_stride = src.stride(0), c.src_row_stride = src.stride(1), c.src_col_stride = src.stride(2);
+  c.dst = dst.data_ptr();
+  c.dst_batch_stride = view.stride(0), c.dst_row_stride = view.stride(1), c.dst_col_stride = view.stride(2);
+  c.batch = nb, c.rows = rows, c.cols = cols;
+  c.elem_bytes = static_cast<int>(src.element_size());
+  const char* err = cuda::stage_copy(c, dev.num_sms, c10::cuda::getCurrentCUDAStream());
+  TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return dst;
 }
 
@@ -66,11 +75,11 @@ void stage_operands(PreparedGemm& g, const cuda::DeviceInfo& dev) {
   GemmProblem& p = g.problem;
   const cuda::StagingPlan plan = cuda::staging_plan(p, dev);
   if (plan.a.on) {
-    g.a_storage = stage_one(operand_view(g.a_storage, p.a, p.batch, p.M, p.K), plan.a);
+    g.a_storage = stage_one(operand_view(g.a_storage, p.a, p.batch, p.M, p.K), plan.a, dev);
     p.a = cuda::staged_operand(plan.a, p.M, p.K, p.a.batch_stride != 0, g.a_storage.data_ptr());
   }
   if (plan.b.on) {
-    g.b_storage = stage_one(operand_view(g.b_storage, p.b, p.batch, p.K, p.N), plan.b);
+    g.b_storage = stage_one(operand_view(g.b_storage, p.b, p.batch, p.K, p.N), plan.b, dev);
     p.b = cuda::staged_operand(plan.b, p.K, p.N, p.b.batch_stride != 0, g.b_storage.data_ptr());
   }
 }
