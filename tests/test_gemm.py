@@ -301,6 +301,27 @@ def test_staged_copies_exact(dtype):
 
 
 @needs_cuda
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_strict_fp32_stages_column_major_b(layout):
+    """Strict fp32 with a column-major B and M >= 2048 (the SIMT kernel's
+    large config): B is copied row-major first (its K-contiguous reads cost
+    the kernel more than the copy); below M = 2048, or with a row-major B,
+    no copy."""
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        for M, N, K in [(2048, 1100, 130), (2049, 1025, 67), (2047, 1100, 130)]:  # >= 132 tiles of 128x128
+            a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
+            name = torch.ops.tiled.gemm_kernel_name(a, b)
+            if _is_hopper() or name.endswith("simt_fast"):
+                staged = layout[1] == "T" and M >= 2048
+                assert name == ("staged_b+simt_fast" if staged else "simt_fast"), (M, N, K, layout, name)
+            check(M, N, K, torch.float32, "cuda", layout, bias=(K % 2 == 0))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+@needs_cuda
 def test_staging_can_be_disabled_and_small_shapes_skip_it():
     if not _is_hopper():
         pytest.skip("staging targets the sm_90a kernels")

@@ -82,6 +82,9 @@ const char* ladder_step_name(int step);
 // Fast strict-fp32 SIMT kernel (the ladder's last step, tuned for Hopper).
 bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev);
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+// Whether simt_fast takes `p` with its large (128-row block) config rather
+// than a sliced-K one for few tiles.
+bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev);
 
 // Small M or small N (1..64), bf16/fp16 on sm_80+: mma.sync tiles of
 // BM x 128 with K split over the SMs and a deterministic reduction of the

@@ -116,6 +116,10 @@ bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev) {
          static_cast<size_t>(ladder::SimtFastCfg::kSmemBytes) <= dev.max_smem_per_block_optin;
 }
 
+bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev) {
+  return ladder::simt_pick(p, dev) == ladder::SimtPick::large;
+}
+
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
   if (p.dtype != DType::f32) return ladder::kSimtF32Only;
   switch (ladder::simt_pick(p, dev)) {
