@@ -110,13 +110,13 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
     c.cluster = 2;
   // Split K over a cluster of S CTAs per 128x128 tile (cooperative, no
-  // cluster along M), opt-in.  TILED_SM90_SPLITK=auto: S = 2 when the
+  // cluster along M).  TILED_SM90_SPLITK=0: off; =auto: S = 2 when the
   // 128x128 tiles fill at most half the SMs and every CTA keeps >= 16
   // k-blocks; a number forces S (lowered to fit the k-block count), whatever
   // the tile count.  Measured on an H200 (bf16 NN, paired with cuBLAS):
   // S = 2 beats 128x128 tiles (128x4096x4096 0.68 -> 0.78, 256x4096x4096
   // 0.83 -> 0.87-0.90) but the 128x64 tiles below beat both (0.84, 0.99),
-  // so it is not the default.  Larger S lose: clusters of 4 fit only 30 at
+  // so that is not the default.  Larger S lose: clusters of 4 fit only 30 at
   // a time on 132 SMs (GPC packing), so 32 tiles x 4 ran as two waves (0.61).
   // By default (setting unset) S = 8 for very few tiles and a deep K: 128x128
   // tiles <= 1/12 of the SMs (<= 11 on 132) and >= 128 k-blocks.  Measured
