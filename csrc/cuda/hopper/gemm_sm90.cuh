@@ -844,12 +844,12 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     const int64_t tiles = static_cast<int64_t>(args.tiles_m) * args.tiles_n * args.batch;
     int grid = static_cast<int>(tiles < dev.num_sms ? tiles : dev.num_sms);
     if constexpr (Cfg::kStreamK) {
-      // Stream-K: every SM gets a CTA; the flags start at 0 on every launch.
-      const int64_t sk = c.stream_k ? stream_k_tiles(tiles, dev.num_sms, args.k_blocks) : 0;
-      if (sk > 0) {
+      // Stream-K (choose() counted the tiles for a grid of num_sms): every SM
+      // gets a CTA; the flags start at 0 on every launch.
+      if (c.sk_tiles > 0) {
         if (workspace == nullptr) return "sm90: stream-K needs a workspace";
         grid = dev.num_sms;
-        args.sk_tiles = static_cast<int>(sk);
+        args.sk_tiles = static_cast<int>(c.sk_tiles);  // <= the tile count, an int (hopper_can_run)
         args.sk_flags = static_cast<int*>(workspace);
         args.sk_partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + stream_k_flag_bytes(grid));
         if (cudaMemsetAsync(workspace, 0, stream_k_flag_bytes(grid), stream) != cudaSuccess)

@@ -172,7 +172,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   const bool want_sk = skv ? std::strcmp(skv, "1") == 0 : (tiles128 * 4 <= sms && k_blocks >= 128);
   if (want_sk && !c.pingpong && c.cluster == 1 && c.split_k == 0) {
     const int64_t tiles = tm * ceil_div(p.N, tile_bn(c.tile)) * p.batch;
-    c.stream_k = stream_k_tiles(tiles, sms, k_blocks) > 0;
+    c.sk_tiles = stream_k_tiles(tiles, sms, k_blocks);
   }
   // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
   if (const char* g = setting("TILED_SM90_GROUPM")) {
@@ -239,7 +239,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
     return n;
   }();
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
-  const int sk = c.stream_k ? 1 : 0;
+  const bool sk = c.sk_tiles > 0;
   const int v = c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
                 : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
                 : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
@@ -252,7 +252,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
   if (!can_run_impl(p, dev)) return 0;
   const Choice c = choose(p, dev);
-  return c.stream_k ? sm90::stream_k_workspace_bytes(dev.num_sms, tile_bn(c.tile)) : 0;
+  return c.sk_tiles > 0 ? sm90::stream_k_workspace_bytes(dev.num_sms, tile_bn(c.tile)) : 0;
 }
 
 const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {

@@ -44,11 +44,11 @@ struct Choice {
   // 64-row slab is wholly past M skip their wgmmas and epilogue (same
   // kernels, a runtime argument; names unchanged).
   bool skip_idle_slabs = false;
-  // Stream-K (cooperative, no cluster or split): the last partial wave of
-  // tiles and one full wave before it are dealt to every SM as equal runs of
-  // k-blocks (stream_k_tiles below); partial tiles go through a workspace
-  // (hopper_workspace_bytes) and are summed in a fixed order.
-  bool stream_k = false;
+  // Stream-K (cooperative, no cluster or split): the number of tiles dealt
+  // to every SM as equal runs of k-blocks (stream_k_tiles below), 0 off;
+  // partial tiles go through a workspace (hopper_workspace_bytes) and are
+  // summed in a fixed order.
+  int64_t sk_tiles = 0;
 };
 
 // Stream-K tiles for `tiles` output tiles of `k_blocks` k-blocks on a grid
