@@ -126,11 +126,10 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // stream-K (below) is as good or better: 512x512x16384 0.47 / 0.63 / 0.60,
   // 256x1024x16384 0.58 / 0.80 / 0.73, 128x2048x32768 0.55 / 0.73 / 0.77.
   const char* sk = setting("TILED_SM90_SPLITK");
-  const bool deep_few = tiles128 * 12 <= sms && k_blocks >= 128;
-  if (((sk && sk[0] != '\0' && std::strcmp(sk, "0") != 0) || (!sk && deep_few)) && !c.pingpong && c.cluster == 1) {
+  if (!c.pingpong && c.cluster == 1) {
     int s = 0;
     if (!sk) {
-      s = 8;
+      if (tiles128 * 12 <= sms && k_blocks >= 128) s = 8;
     } else if (std::strcmp(sk, "auto") == 0) {
       if (tiles128 * 2 <= sms && k_blocks >= 2 * 16) s = 2;
     } else {
