@@ -130,8 +130,9 @@ StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
 constexpr int64_t kMinSimtStagedM = 2048;
 StagingPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
   StagingPlan s;
-  if (p.dtype != DType::f32 || disabled("simt_fast") || !simt_fast_can_run(p, dev)) return s;
-  if (p.M < kMinSimtStagedM || p.N < kMinStagedDim || p.b.row_major() || !simt_fast_runs_large(p, dev)) return s;
+  if (choose(p, dev) != Family::simt_fast || p.M < kMinSimtStagedM || p.N < kMinStagedDim || p.b.row_major() ||
+      !simt_fast_runs_large(p, dev))
+    return s;
   s.b = stage_as(true, p.K, p.N, 4);
   return s;
 }
@@ -141,11 +142,7 @@ StagingPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
 StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
   if (disabled("staging")) return StagingPlan{};
   const StagingPlan tc = tensor_core_plan(p, dev);
-  if (tc.any()) return tc;
-  // fp32 that the tensor cores take as it is needs no copy; the rest runs on
-  // the SIMT kernels.
-  if (p.dtype == DType::f32 && p.allow_tf32 && !disabled("hopper") && hopper_can_run(p, dev)) return StagingPlan{};
-  return simt_plan(p, dev);
+  return tc.any() ? tc : simt_plan(p, dev);
 }
 
 namespace {
