@@ -62,7 +62,7 @@ const char* launch(const void* src, Strides3 ss, void* dst, Strides3 ds, int64_t
                    int num_sms, cudaStream_t stream) {
   // Walk r on the side whose r stride is the smaller (1 for a contiguous dimension).
   const bool src_r = abs64(ss.r) < abs64(ss.c), dst_r = abs64(ds.r) < abs64(ds.c);
-  const int64_t tiles = ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile) * batch;
+  const int64_t tiles = ceil_div(rows, kTile) * ceil_div(cols, kTile) * batch;
   const int64_t cap = static_cast<int64_t>(num_sms > 0 ? num_sms : 1) * 16;  // a few resident waves, then loop
   const dim3 grid(static_cast<unsigned>(tiles < cap ? tiles : cap)), block(kTile, kRowsPerPass);
   const auto* s = static_cast<const Bits*>(src);
