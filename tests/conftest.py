@@ -90,6 +90,18 @@ def assert_close_bound(out, a, b, bias, dtype, tol=None):
 
 
 @contextlib.contextmanager
+def tf32_mode(on):
+    """torch.backends.cuda.matmul.allow_tf32 set to `on` inside the block,
+    restored after it (the op reads it on every call)."""
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = on
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+@contextlib.contextmanager
 def poisoned_outputs(device, numel, dtype):
     """Fill the allocator's next block with NaN so an element the kernel fails
     to write shows up as NaN in the output.  On CUDA the caching allocator hands

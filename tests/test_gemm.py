@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import (DEVICES, DTYPES, HAS_CUDA, LAYOUTS, REL_TOL, TF32_TOL, assert_close_bound, assert_close_rel,
-                      make_operands, needs_cuda, rand, reference, run_poisoned)
+                      make_operands, needs_cuda, rand, reference, run_poisoned, tf32_mode)
 
 gemm = torch.ops.tiled.gemm
 
@@ -63,9 +63,7 @@ def test_poisoning_is_effective():
 @needs_cuda
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_tf32_mode(layout):
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = True
-    try:
+    with tf32_mode(True):
         for M, N, K in [(127, 129, 255), (1024, 1024, 1024), (64, 4096, 512)]:
             check(M, N, K, torch.float32, "cuda", layout, bias=True, tol=TF32_TOL)
         # Too small for the tensor-core path (no staging below 64 rows): the
@@ -73,8 +71,6 @@ def test_tf32_mode(layout):
         a, b = make_operands(16, 4095, 513, torch.float32, "cuda", layout)
         assert torch.ops.tiled.gemm_kernel_name(a, b) == "simt_fast"
         check(16, 4095, 513, torch.float32, "cuda", layout, bias=True, tol=TF32_TOL)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -240,9 +236,7 @@ def test_staged_operands(dtype, layout):
     odd offsets, non-K-major tf32) go through aligned K-major copies."""
     tf32 = dtype == "tf32"
     dt = torch.float32 if tf32 else dtype
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    try:
+    with tf32_mode(tf32):
         cases = [(255, 257, 129), (1000, 999, 997), (129, 4095, 67)]
         for i, (M, N, K) in enumerate(cases):
             a, b = make_operands(M, N, K, dt, "cuda", layout)
@@ -264,8 +258,6 @@ def test_staged_operands(dtype, layout):
         # broadcast 2-D B against a batched A
         b2 = rand((256, 131), dt, "cuda")
         assert_close_rel(gemm(a3, b2), reference(a3, b2), dt, TF32_TOL if tf32 else None)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
 
 
 @needs_cuda
@@ -281,9 +273,7 @@ def test_staged_copies_exact(dtype):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(7)
     ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen, device="cuda").to(dt)  # noqa: E731
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    try:
+    with tf32_mode(tf32):
         cases = [
             (ints(300, 2 * 257)[:, ::2], ints(257, 190)),  # A: column stride 2, row stride 514
             (ints(131, 77), ints(3, 77, 2 * 200)[1, :, 1::2]),  # B: odd offset, column stride 2
@@ -296,8 +286,6 @@ def test_staged_copies_exact(dtype):
             want = reference(a, b).to(dt)
             bad = (out != want).sum().item()
             assert bad == 0, (tuple(a.shape), tuple(b.shape), torch.ops.tiled.gemm_kernel_name(a, b), bad)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
 
 
 @needs_cuda
@@ -307,9 +295,7 @@ def test_strict_fp32_stages_column_major_b(layout):
     large config): B is copied row-major first (its K-contiguous reads cost
     the kernel more than the copy); below M = 2048, or with a row-major B,
     no copy."""
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
+    with tf32_mode(False):
         for M, N, K in [(2048, 1100, 130), (2049, 1025, 67), (2047, 1100, 130)]:  # >= 132 tiles of 128x128
             a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
             name = torch.ops.tiled.gemm_kernel_name(a, b)
@@ -317,8 +303,6 @@ def test_strict_fp32_stages_column_major_b(layout):
                 staged = layout[1] == "T" and M >= 2048
                 assert name == ("staged_b+simt_fast" if staged else "simt_fast"), (M, N, K, layout, name)
             check(M, N, K, torch.float32, "cuda", layout, bias=(K % 2 == 0))
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
 
 
 @needs_cuda

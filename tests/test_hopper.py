@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
-from conftest import TF32_TOL, assert_close_rel, make_operands, rand, reference, run_poisoned
+from conftest import TF32_TOL, assert_close_rel, make_operands, rand, reference, run_poisoned, tf32_mode
 
 IS_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 pytestmark = pytest.mark.skipif(not IS_SM90, reason="needs a compute-capability 9.0 (Hopper) GPU")
@@ -39,10 +39,8 @@ LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 @pytest.fixture
 def tf32():
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = True
-    yield
-    torch.backends.cuda.matmul.allow_tf32 = old
+    with tf32_mode(True):
+        yield
 
 
 def num_sms():
