@@ -54,18 +54,21 @@ def main():
             failures += bad_result(a, b, name_prefix="skinny")
     del os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"]
     # The Hopper kernel's stream-K pieces (partials through the workspace,
-    # flags), ragged and batched; and the deep-K split-K default.
+    # flags), ragged and batched; the deep-K split-K default; 128x192 tiles
+    # (forced onto small ragged shapes).
     os.environ["TILED_SKINNY_MAXM"] = "0"
-    for M, N, K, batch, env in ((200, 300, 1000, 1, "1"), (129, 136, 520, 3, "1"), (256, 256, 8192, 1, None)):
-        if env:
-            os.environ["TILED_SM90_STREAMK"] = env
+    for M, N, K, batch, env in ((200, 300, 1000, 1, {"TILED_SM90_STREAMK": "1"}),
+                                (129, 136, 520, 3, {"TILED_SM90_STREAMK": "1"}), (256, 256, 8192, 1, {}),
+                                (200, 300, 136, 1, {"TILED_SM90_N192": "1"}), (129, 400, 72, 2, {"TILED_SM90_N192": "1"})):
+        os.environ.update(env)
         for lay in ("NN", "TT"):
             a = torch.randn(batch, M, K, device="cuda", dtype=torch.bfloat16)
             a = layouts(a[0], lay[0]) if batch == 1 else a
             b = layouts(torch.randn(K, N, device="cuda", dtype=torch.bfloat16), lay[1])
             failures += bad_result(a, b)
             print(f"sm90 {M}x{N}x{K} batch {batch} {lay}: {torch.ops.tiled.gemm_kernel_name(a, b)}")
-        os.environ.pop("TILED_SM90_STREAMK", None)
+        for k in env:
+            del os.environ[k]
     del os.environ["TILED_SKINNY_MAXM"]
     for step in range(1, 9):
         a = torch.randn(65, 63, device="cuda", dtype=torch.float32)

@@ -55,7 +55,9 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     the pairs need more waves than single tiles, or ping-pong 128x128 tiles
     in clusters when their waves (each costing 0.54) come out cheaper.  Otherwise 128x64 tiles when
     the 128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
-    needs fewer weighted waves (a 128x128 tile costs 0.5/0.9).  Very few
+    needs fewer weighted waves (a 128x128 tile costs 0.5/0.9); a 128x256 grid
+    without clusters becomes 128x192 where that needs fewer weighted waves
+    (a 128x192 tile costs 0.75/0.95) unless stream-K is switched on.  Very few
     tiles (128x128 tiles <= 1/12 of the SMs) and >= 128 k-blocks: split-K
     over clusters of 8 (128x128sk8).  A cooperative
     tile without clusters runs stream-K ("streamk" appended) when switched
@@ -82,6 +84,10 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
         tile = "128x64"
     else:
         tile = "128x128" if w128 * 5 < w256 * 9 else "128x256"
+    # 128x192 where it needs fewer weighted waves (0.75 of the work at 95%)
+    # than a 128x256 grid without clusters; not with stream-K switched on
+    if tile == "128x256" and streamk is not True and cdiv(tm * cdiv(N, 192) * batch, sms) * 135 < w256 * 171:
+        return "128x192"
     if streamk is None:
         streamk = tiles128 * 4 <= sms and kb >= 128
     if not streamk or tile.endswith("c2"):
@@ -720,6 +726,50 @@ def test_vec_epilogue_tf32(tf32, monkeypatch):
     exact_check(2048, 2048, 256, torch.float32, "NT")
 
 
+# ------------------------------------------------------------------ 128x192 tiles (a badly filled last wave)
+
+# (M, N, K, batch), each picked as 128x192 by default: the 5-stage ring wraps
+# (K = 1032: 17 k-blocks), N not a multiple of 192 (a ragged last tile
+# column; 4096 leaves one 64 wide), ragged M and K, a batch.
+N192_SHAPES = [(1536, 1536, 1032, None), (640, 4096, 136, None), (768, 1000, 520, 3), (1500, 1530, 200, None)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_n192_tiles(monkeypatch, dtype, layout):
+    for M, N, K, batch in N192_SHAPES:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert expected_tile(M, N, batch or 1, dtype, K) == "128x192", (M, N, K, batch)
+        assert kernel_name(a, b) == variant_name(dtype, "128x192", layout), (M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0))
+        if batch is None:
+            exact_check(M, N, K, dtype, layout)
+    # Forced on a full grid: several persistent tiles per CTA (176 tiles),
+    # ring phases carried across tiles; and forced off.
+    monkeypatch.setenv("TILED_SM90_N192", "1")
+    a, b = make_operands(2048, 2048, 136, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x192", layout)
+    check(a, b, dtype)
+    exact_check(2048, 2048, 136, dtype, layout)
+    monkeypatch.setenv("TILED_SM90_N192", "0")
+    a, b = make_operands(1536, 1536, 64, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x256", layout)
+
+
+def test_n192_tiles_tf32(tf32, monkeypatch):
+    for M, N, K, batch in N192_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        assert kernel_name(a, b) == variant_name(torch.float32, "128x192", "NT"), (M, N, K, batch)
+        check(a, b, torch.float32, tol=TF32_TOL)
+    exact_check(1536, 1536, 256, torch.float32, "NT")
+    monkeypatch.setenv("TILED_SM90_N192", "1")
+    a, b = make_operands(2048, 2048, 136, torch.float32, "cuda", "NT")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x192", "NT")
+    check(a, b, torch.float32, tol=TF32_TOL)
+
+
 # ------------------------------------------------------------------ 128x64 tiles (few tiles, no K split)
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -857,7 +907,7 @@ def test_deep_k_defaults(monkeypatch, dtype):
     # for <= 11 tiles of 128x128, stream-K up to a quarter of the SMs.
     monkeypatch.delenv("TILED_SM90_STREAMK", raising=False)
     monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
-    for M, N, K, kind in [(1536, 1536, 1536, "128x256_"), (256, 256, 8192, "sk8"), (384, 384, 8192, "sk8"),
+    for M, N, K, kind in [(1536, 1536, 1536, "128x192_"), (256, 256, 8192, "sk8"), (384, 384, 8192, "sk8"),
                           (256, 256, 8128, "128x64_"), (512, 512, 8192, "streamk"), (256, 1024, 8200, "streamk"),
                           (1000, 1000, 8192, "128x64_")]:
         a, b = make_operands(M, N, K, dtype, "cuda", "NT")

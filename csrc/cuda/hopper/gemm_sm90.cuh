@@ -135,7 +135,8 @@ struct Sm90Config {
   // Not persistent: one tile per cluster, grid = tiles * S.
   static constexpr bool kSplitK = kSplitK_;
   // Stream-K capable (KernelArgs::sk_tiles): cooperative, no cluster, no split.
-  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK;
+  // (Not 128x192: choose() never deals it stream-K, so its code is not built.)
+  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK && kBN != 192;
   static constexpr int kPartialStride = kBN + 4;  // floats per partial row (pad: 16 B, staggers banks)
   // Consumer warps that release each stage (per CTA of the cluster).
   static constexpr int kReleasers = 4 * (kPingPong ? 1 : 2);
@@ -147,7 +148,10 @@ struct Sm90Config {
   static constexpr int kABytes = kBM * kBK * kElemBytes;  // 16 KB
   static constexpr int kBBytes = kBN * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr Tile kTile = kBN == 256 ? Tile::k128x256 : kBN == 128 ? Tile::k128x128 : Tile::k128x64;
+  static constexpr Tile kTile = kBN == 256   ? Tile::k128x256
+                                : kBN == 192 ? Tile::k128x192
+                                : kBN == 128 ? Tile::k128x128
+                                             : Tile::k128x64;
   static constexpr int kStages = tile_stages(kTile);
   // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
   // then 2 barriers of 8 bytes per stage.
@@ -155,8 +159,9 @@ struct Sm90Config {
   static_assert(kSmemBytes == tile_smem_bytes(kTile), "host and kernel agree on shared memory");
   // 16-bit types only for MN-major (wgmma has no transpose for tf32).
   static_assert(!(kAMN || kBMN) || kElemBytes == 2, "MN-major operands need a 16-bit type");
-  static_assert(kBN == 64 || kBN == 128 || kBN == 256, "instantiated wgmma N sizes");
-  static_assert(kBN != 64 || (kCluster == 1 && !kPingPong && !kSplitK), "128x64: cooperative, no cluster");
+  static_assert(kBN == 64 || kBN == 128 || kBN == 192 || kBN == 256, "instantiated wgmma N sizes");
+  static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong && !kSplitK),
+                "128x64 and 128x192: cooperative, no cluster");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
   static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
@@ -898,6 +903,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       TILED_SM90_LAYOUTS(128, 1, true)
     }
     if (c.split_k > 1) TILED_SM90_LAYOUTS(128, 1, false, true)
+    if (c.tile == Tile::k128x192) TILED_SM90_LAYOUTS(192, 1, false)
     if (c.tile == Tile::k128x64) TILED_SM90_LAYOUTS(64, 1, false)
     TILED_SM90_LAYOUTS(128, 1, false)
 #undef TILED_SM90_LAYOUTS
@@ -906,6 +912,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c, workspace);
     if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c, workspace);
     if (c.split_k > 1) return launch_sm90<Sm90Config<T, 128, false, false, 1, false, true>>(p, dev, stream, c, workspace);
+    if (c.tile == Tile::k128x192) return launch_sm90<Sm90Config<T, 192, false, false>>(p, dev, stream, c, workspace);
     if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, false, false>>(p, dev, stream, c, workspace);
     return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream, c, workspace);
   }

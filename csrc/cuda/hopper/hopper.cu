@@ -109,6 +109,24 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (auto_cluster && !sched);
   if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
     c.cluster = 2;
+  // 128x192 tiles (cooperative, no cluster) where the 128x256 grid would
+  // leave much of its last wave idle and 128x192 needs fewer weighted waves
+  // (a 128x192 tile does 0.75 of a 128x256 one's work, costed at 95% of its
+  // efficiency: 171 * waves256 against 135 * waves192, and 95 * waves128
+  // for the 128x128 rule above), e.g. 1536^3: 72 tiles of 128x256 on 132
+  // SMs (one 55%-full wave) against 96 of 128x192.  Not when stream-K is
+  // switched on (it splits that last wave instead).  TILED_SM90_N192=1
+  // forces 128x192 for every cooperative whole-tile schedule (clusters
+  // dropped), =0 never.
+  const int64_t waves192 = ceil_div(tm * ceil_div(p.N, 192) * p.batch, sms);
+  const char* n192 = setting("TILED_SM90_N192");
+  const bool want192 = n192 ? std::strcmp(n192, "1") == 0
+                            : c.tile == Tile::k128x256 && c.cluster == 1 && waves192 * 135 < waves256 * 171 &&
+                                  !setting_is("TILED_SM90_STREAMK", "1");
+  if (want192 && !c.pingpong) {
+    c.tile = Tile::k128x192;
+    c.cluster = 1;
+  }
   // Split K over a cluster of S CTAs per 128x128 tile (cooperative, no
   // cluster along M).  TILED_SM90_SPLITK=0: off; =auto: S = 2 when the
   // 128x128 tiles fill at most half the SMs and every CTA keeps >= 16
@@ -169,7 +187,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // (docs/hopper.md).
   const char* skv = setting("TILED_SM90_STREAMK");
   const bool want_sk = skv ? std::strcmp(skv, "1") == 0 : (tiles128 * 4 <= sms && k_blocks >= 128);
-  if (want_sk && !c.pingpong && c.cluster == 1 && c.split_k == 0) {
+  if (want_sk && !c.pingpong && c.cluster == 1 && c.split_k == 0 && c.tile != Tile::k128x192) {
     const int64_t tiles = tm * ceil_div(p.N, tile_bn(c.tile)) * p.batch;
     c.sk_tiles = stream_k_tiles(tiles, sms, k_blocks);
   }
@@ -219,15 +237,15 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   if (!can_run_impl(p, dev)) return nullptr;
   const Choice c = choose(p, dev);
   // "sm90_<dtype>_<variant>_<a><b>" with BLAS letters: a/b 'n' row-major,
-  // 't' column-major.  Variants: 128x256, 128x128, 128x64 (cooperative), 128x256c2
+  // 't' column-major.  Variants: 128x256, 128x192, 128x128, 128x64 (cooperative), 128x256c2
   // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
   // (split-K over a cluster of 2/4/8 CTAs), 128x256streamk, 128x128streamk,
   // 128x64streamk (stream-K over the last wave).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  constexpr int kNumVariants = 12;
+  constexpr int kNumVariants = 13;
   static const char* const kVariants[kNumVariants] = {
-      "128x256",    "128x128",    "128x256c2", "128x128pp",      "128x128ppc2",    "128x128sk2",
-      "128x128sk4", "128x128sk8", "128x64",    "128x256streamk", "128x128streamk", "128x64streamk"};
+      "128x256",    "128x128",    "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2", "128x128sk4",
+      "128x128sk8", "128x64",     "128x256streamk", "128x128streamk", "128x64streamk", "128x192"};
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
     auto* n = new std::string[3 * kNumVariants * 4];
@@ -243,6 +261,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
                 : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
                 : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
                 : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
+                : c.tile == Tile::k128x192 ? 12
                                            : (sk ? 10 : 1);
   const int l = (c.a_mn ? 2 : 0) + (c.b_mn ? 1 : 0);
   return names[(d * kNumVariants + v) * 4 + l].c_str();

@@ -24,7 +24,7 @@ size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 
 namespace sm90 {
 
-enum class Tile : int { k128x256 = 0, k128x128 = 1, k128x64 = 2 };
+enum class Tile : int { k128x256 = 0, k128x128 = 1, k128x64 = 2, k128x192 = 3 };
 
 struct Choice {
   Tile tile = Tile::k128x256;
@@ -67,9 +67,13 @@ constexpr size_t stream_k_workspace_bytes(int64_t grid, int bn) {
   return stream_k_flag_bytes(grid) + static_cast<size_t>(grid) * 128 * bn * 4;
 }
 
-constexpr int tile_bn(Tile t) { return t == Tile::k128x256 ? 256 : t == Tile::k128x128 ? 128 : 64; }
-// Rings of 192 KB: 4 x 48 KB, 6 x 32 KB, 8 x 24 KB.
-constexpr int tile_stages(Tile t) { return t == Tile::k128x256 ? 4 : t == Tile::k128x128 ? 6 : 8; }
+constexpr int tile_bn(Tile t) {
+  return t == Tile::k128x256 ? 256 : t == Tile::k128x192 ? 192 : t == Tile::k128x128 ? 128 : 64;
+}
+// Rings of 192-200 KB: 4 x 48 KB, 5 x 40 KB, 6 x 32 KB, 8 x 24 KB.
+constexpr int tile_stages(Tile t) {
+  return t == Tile::k128x256 ? 4 : t == Tile::k128x192 ? 5 : t == Tile::k128x128 ? 6 : 8;
+}
 // Every k-block is 128 bytes of K for both operands, whatever the dtype, so
 // a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack and two
 // 8-byte mbarriers per stage.  gemm_sm90.cuh static_asserts the same number.

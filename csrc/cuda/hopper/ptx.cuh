@@ -244,7 +244,7 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 // type and N (the accumulator has N/2 registers per thread).  `accumulate`
 // == 0 overwrites D (first k-step of a tile).  kTA/kTB: 0 = K-major, 1 =
 // MN-major (bf16/f16 only; tf32 is K-major only).  The long operand lists
-// are spelled once, below, for 32, 64 and 128 accumulator registers.
+// are spelled once, below, for 32, 64, 96 and 128 accumulator registers.
 #define TILED_WGMMA_REGS32 \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
@@ -252,10 +252,12 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   TILED_WGMMA_REGS32 ", " \
   "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
   "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define TILED_WGMMA_REGS128 \
+#define TILED_WGMMA_REGS96 \
   TILED_WGMMA_REGS64 ", " \
   "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define TILED_WGMMA_REGS128 \
+  TILED_WGMMA_REGS96 ", " \
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 #define TILED_WGMMA_ACC32 \
@@ -269,12 +271,14 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-#define TILED_WGMMA_ACC128 \
+#define TILED_WGMMA_ACC96 \
   TILED_WGMMA_ACC64, \
   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+#define TILED_WGMMA_ACC128 \
+  TILED_WGMMA_ACC96, \
   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
@@ -292,6 +296,8 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
                : "l"(a), "l"(b), "r"(acc), "n"(1), "n"(1), "n"(kTA), "n"(kTB))
 #define TILED_WGMMA_N256(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS128, TILED_WGMMA_ACC128, "%130", ", %128, %129, p, %131, %132" TRANS)
+#define TILED_WGMMA_N192(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS96, TILED_WGMMA_ACC96, "%98", ", %96, %97, p, %99, %100" TRANS)
 #define TILED_WGMMA_N128(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS64, TILED_WGMMA_ACC64, "%66", ", %64, %65, p, %67, %68" TRANS)
 #define TILED_WGMMA_N64(TYPES, TRANS) \
@@ -311,23 +317,29 @@ struct Wgmma;
     }                                                                                          \
   };
 TILED_WGMMA_SPEC(__nv_bfloat16, 256, "m64n256k16.f32.bf16.bf16", ", %133, %134")
+TILED_WGMMA_SPEC(__nv_bfloat16, 192, "m64n192k16.f32.bf16.bf16", ", %101, %102")
 TILED_WGMMA_SPEC(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", ", %69, %70")
 TILED_WGMMA_SPEC(__nv_bfloat16, 64, "m64n64k16.f32.bf16.bf16", ", %37, %38")
 TILED_WGMMA_SPEC(__half, 256, "m64n256k16.f32.f16.f16", ", %133, %134")
+TILED_WGMMA_SPEC(__half, 192, "m64n192k16.f32.f16.f16", ", %101, %102")
 TILED_WGMMA_SPEC(__half, 128, "m64n128k16.f32.f16.f16", ", %69, %70")
 TILED_WGMMA_SPEC(__half, 64, "m64n64k16.f32.f16.f16", ", %37, %38")
 TILED_WGMMA_SPEC(float, 256, "m64n256k8.f32.tf32.tf32", "")
+TILED_WGMMA_SPEC(float, 192, "m64n192k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 128, "m64n128k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 64, "m64n64k8.f32.tf32.tf32", "")
 
 #undef TILED_WGMMA_SPEC
 #undef TILED_WGMMA_N64
 #undef TILED_WGMMA_N128
+#undef TILED_WGMMA_N192
 #undef TILED_WGMMA_N256
 #undef TILED_WGMMA
 #undef TILED_WGMMA_ACC128
+#undef TILED_WGMMA_ACC96
 #undef TILED_WGMMA_ACC64
 #undef TILED_WGMMA_REGS128
+#undef TILED_WGMMA_REGS96
 #undef TILED_WGMMA_REGS64
 #undef TILED_WGMMA_REGS32
 #undef TILED_WGMMA_ACC32
