@@ -8,7 +8,7 @@ of the main benchmark (6 rounds, do_bench medians, L2 flushed, alternating
 order); the dispatch switches are environment variables read on every call,
 so the variants run side by side in one process (same clocks, same inputs).
 A variant is "tag:VAR=val,VAR2=val" ("-" for none).  Prints one row per
-(case, variant) and writes explore-<gpu>-<date>-<commit><tag>.json.
+(case, variant) and writes explore-<gpu>-<date>-<commit>-<dtype><tag>.json.
 """
 import argparse
 import json
@@ -68,7 +68,7 @@ def main():
             print(f"{M}x{N}x{K} {layout} {tag:12s} ours {t_ours * 1e3:8.1f} us  torch {t_torch * 1e3:8.1f} us  "
                   f"ratio {ratio:5.3f}  err {err:.1e}  {kernel}", flush=True)
     os.makedirs(a.out, exist_ok=True)
-    base = os.path.join(a.out, f"explore-{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}{a.tag}")
+    base = os.path.join(a.out, f"explore-{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}-{a.dtype}{a.tag}")
     with open(base + ".json", "w") as f:
         json.dump({**info, "dtype": a.dtype, "rows": rows}, f, indent=1)
 
