@@ -685,7 +685,7 @@ VEC_CASES = [  # (M, N, K, batch, env)
     (777, 14336, 64, None, {}),  # cooperative 128x256 with an odd tile-row count
     (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),  # 128x256c2
     (600, 1032, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
-    (200, 1002, 72, None, {}),  # N % 4 == 2: checked stores only
+    (200, 1002, 72, None, {}),  # N % 4 == 2: shared-memory stores against checked ones
 ]
 
 
@@ -724,6 +724,57 @@ def test_vec_epilogue_tf32(tf32, monkeypatch):
         assert_close_rel(vec, reference(a, b, bias), torch.float32, TF32_TOL)
         assert torch.equal(vec, checked), (M, N, K)
     exact_check(2048, 2048, 256, torch.float32, "NT")
+
+
+# ------------------------------------------------------------------ C not 4-column aligned
+# Each consumer warp passes its rows through shared memory and stores them
+# row by row; TILED_SM90_SMEM_EPILOGUE=0 gives the checked fragment-order
+# stores instead: same bits, every schedule, layout and edge.
+
+SMEM_EPI_CASES = [  # (M, N, K, batch, env), N % 4 != 0
+    (256, 509, 200, None, {}),  # 128x64 tiles, ragged last tile column
+    (300, 1001, 136, None, {}),  # ragged M and N
+    (2048, 2046, 136, None, {}),  # 128x256, N % 4 == 2
+    (1536, 1535, 200, None, {}),  # 128x192
+    (4096, 4095, 72, None, {}),  # 2-CTA clusters
+    (2048, 2047, 136, None, {"TILED_SM90_SCHEDULE": "pingpong"}),  # two 64-row slabs per warpgroup
+    (600, 1031, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
+    (1000, 1001, 1000, None, {"TILED_SM90_STREAMK": "1"}),  # stream-K owners store
+]
+
+
+def smem_and_checked(monkeypatch, M, N, K, batch, env, dtype, layout, bias=True):
+    with monkeypatch.context() as m:
+        for k, v in env.items():
+            m.setenv(k, v)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        bias_t = rand((N,), dtype, "cuda") if bias else None
+        assert "sm90_" in kernel_name(a, b), (M, N, K, kernel_name(a, b))
+        out, _ = run_poisoned(lambda: gemm(a, b, bias_t), M * N * (batch or 1), dtype, "cuda")
+        m.setenv("TILED_SM90_SMEM_EPILOGUE", "0")
+        checked = gemm(a, b, bias_t)
+    return out, checked, reference(a, b, bias_t)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smem_epilogue_matches_checked(monkeypatch, dtype, layout):
+    for i, (M, N, K, batch, env) in enumerate(SMEM_EPI_CASES):
+        out, checked, ref = smem_and_checked(monkeypatch, M, N, K, batch, env, dtype, layout, bias=i % 2 == 0)
+        assert_close_rel(out, ref, dtype)
+        assert torch.equal(out, checked), (M, N, K, batch, env)
+    exact_check(300, 1001, 136, dtype, layout)
+    exact_check(1536, 1535, 200, dtype, layout, bias=False)
+
+
+def test_smem_epilogue_tf32(tf32, monkeypatch):
+    # fp32 output: 128 contiguous bytes per warp store.
+    for M, N, K, batch, env in [(300, 1001, 136, None, {}), (1536, 1535, 200, None, {}), (2048, 2047, 64, None, {}),
+                                (200, 1003, 96, 2, {}), (1000, 1001, 1000, None, {"TILED_SM90_STREAMK": "1"})]:
+        out, checked, ref = smem_and_checked(monkeypatch, M, N, K, batch, env, torch.float32, "NT")
+        assert_close_rel(out, ref, torch.float32, TF32_TOL)
+        assert torch.equal(out, checked), (M, N, K, batch, env)
+    exact_check(2048, 2047, 256, torch.float32, "NT")
 
 
 # ------------------------------------------------------------------ 128x192 tiles (a badly filled last wave)

@@ -65,6 +65,7 @@ struct KernelArgs {
   int a_batched, b_batched;  // 0: operand broadcast over batch (TMA batch coordinate 0)
   int c_pairs_aligned;       // 1: every even column's pair (n, n+1) may be stored as one vector
   int c_quads_aligned;       // 1: every 4-column group (4i .. 4i+3) may be stored as one vector
+  int c_via_smem;            // 1: stores go row by row through shared memory (C not 4-column aligned)
   int group_m;               // grouped raster: tile rows per group (>= 1)
   // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
   // wholly at or past M does no math (it still waits on and releases every
@@ -154,8 +155,9 @@ struct Sm90Config {
                                              : Tile::k128x64;
   static constexpr int kStages = tile_stages(kTile);
   // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
-  // then 2 barriers of 8 bytes per stage.
-  static constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * 8 * kStages;
+  // then 2 barriers of 8 bytes per stage, then the epilogue scratch.
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * 8 * kStages + kEpilogueScratchBytes;
+  static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpilogueScratchBytes, "epilogue scratch: 8 warps x 16 rows");
   static_assert(kSmemBytes == tile_smem_bytes(kTile), "host and kernel agree on shared memory");
   // 16-bit types only for MN-major (wgmma has no transpose for tf32).
   static_assert(!(kAMN || kBMN) || kElemBytes == 2, "MN-major operands need a 16-bit type");
@@ -275,6 +277,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint32_t ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full_bar = ring + kStages * Cfg::kStageBytes;
   const uint32_t empty_bar = full_bar + 8 * kStages;
+  // Epilogue scratch (16-byte aligned: the ring is 1 KB aligned, stages and
+  // barriers are multiples of 16 bytes).
+  T* const epi_scratch = reinterpret_cast<T*>(smem_raw + (empty_bar + 8 * kStages - smem_addr(smem_raw)));
 
   const int warpgroup = threadIdx.x / 128;
   const int wg_thread = threadIdx.x % 128;
@@ -472,6 +477,47 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // pair of 8-column group 2i and takes lane 2p+1's: columns 16i + 4p ..
       // +3; odd lane 2p+1 keeps its pair of group 2i+1 and takes lane 2p's:
       // columns 16i + 8 + 4p .. +3.
+      // C's rows not 4-column aligned (e.g. an odd N): fragment-order stores
+      // would be 2-4 bytes each, a warp's store spread over 8 rows and 8
+      // partly written sectors.  Instead each warp passes its 16 rows through
+      // shared memory, 32 columns at a time, and stores them row by row: the
+      // 32 lanes on 32 consecutive columns (64 or 128 contiguous bytes).
+      if (args.c_via_smem) {
+        T* const rows_smem = epi_scratch + (cw * 4 + warp) * (16 * kEpiPitch);
+        const int frag_row = lane / 4, frag_col = 2 * (lane % 4);
+#pragma unroll
+        for (int m = 0; m < kSubM; ++m) {
+          const int64_t row0 = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64 + warp * 16;
+          const int64_t rows_left = args.M - row0;  // may be <= 0 (rows past M)
+#pragma unroll
+          for (int ch = 0; ch < kBN / 32; ++ch) {
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj) {
+              const int j = 4 * ch + jj;
+              const int col = col_base + 8 * j;
+              float b0 = 0.f, b1 = 0.f;
+              if (bias) {
+                if (col < args.N) b0 = OutCast<T>::load(bias + col);
+                if (col + 1 < args.N) b1 = OutCast<T>::load(bias + col + 1);
+              }
+#pragma unroll
+              for (int h = 0; h < 2; ++h)
+                OutCast<T>::store2(rows_smem + (frag_row + 8 * h) * kEpiPitch + 8 * jj + frag_col,
+                                   acc[m][4 * j + 2 * h] + b0, acc[m][4 * j + 2 * h + 1] + b1);
+            }
+            __syncwarp();
+            const int col = tc.tn * kBN + 32 * ch + lane;
+            if (col < args.N) {
+              T* out = c + row0 * args.c_row_stride + col;
+#pragma unroll
+              for (int r = 0; r < 16; ++r)
+                if (r < rows_left) out[r * args.c_row_stride] = rows_smem[r * kEpiPitch + lane];
+            }
+            __syncwarp();  // the next chunk overwrites the scratch
+          }
+        }
+        return;
+      }
       const int64_t slab_end = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? kBM : (cw + 1) * 64);
       if (args.c_quads_aligned && slab_end <= args.M && tc.tn * kBN + kBN <= args.N) {
         using Bits = PairBits<T>;
@@ -827,8 +873,12 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   };
   args.c_pairs_aligned = c_groups_aligned(2);
   // TILED_SM90_VEC_EPILOGUE=0 keeps every tile on the checked scalar/pair
-  // stores (for A/B runs; the vector path is the default).
-  args.c_quads_aligned = c_groups_aligned(4) && !setting_is("TILED_SM90_VEC_EPILOGUE", "0");
+  // stores (for A/B runs; the vector path is the default).  A C that is not
+  // 4-column aligned goes through shared memory (TILED_SM90_SMEM_EPILOGUE=0:
+  // the checked stores instead).
+  const bool checked_only = setting_is("TILED_SM90_VEC_EPILOGUE", "0");
+  args.c_quads_aligned = c_groups_aligned(4) && !checked_only;
+  args.c_via_smem = !c_groups_aligned(4) && !checked_only && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;
   args.c = p.c;

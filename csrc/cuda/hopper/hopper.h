@@ -74,11 +74,17 @@ constexpr int tile_bn(Tile t) {
 constexpr int tile_stages(Tile t) {
   return t == Tile::k128x256 ? 4 : t == Tile::k128x192 ? 5 : t == Tile::k128x128 ? 6 : 8;
 }
+// Epilogue scratch for a C whose rows are not 4-column aligned: each of the
+// 8 consumer warps passes 16 rows x 32 columns through shared memory (rows
+// padded to 40 elements against bank conflicts), sized for fp32 output.
+constexpr int kEpiPitch = 40;
+constexpr int kEpilogueScratchBytes = 8 * 16 * kEpiPitch * 4;
 // Every k-block is 128 bytes of K for both operands, whatever the dtype, so
-// a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack and two
-// 8-byte mbarriers per stage.  gemm_sm90.cuh static_asserts the same number.
+// a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack, two
+// 8-byte mbarriers per stage and the epilogue scratch.  gemm_sm90.cuh
+// static_asserts the same number.
 constexpr int tile_smem_bytes(Tile t) {
-  return tile_stages(t) * (128 + tile_bn(t)) * 128 + 1024 + 16 * tile_stages(t);
+  return tile_stages(t) * (128 + tile_bn(t)) * 128 + 1024 + 16 * tile_stages(t) + kEpilogueScratchBytes;
 }
 
 // Per-dtype launchers (hopper_bf16.cu, hopper_f16.cu, hopper_tf32.cu).
