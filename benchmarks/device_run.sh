@@ -146,9 +146,11 @@ if has ncu; then
     fi
   done
 fi
-# The device tool returns at most 8 files: pack the result folders.
+# The device tool returns at most 8 files: pack the result folders (merged
+# with what an earlier call in the same $OUT packed).
 for d in results ncu; do
   if [ -d "$OUT/$d" ] && [ -n "$(ls -A "$OUT/$d")" ]; then
+    [ -f "$OUT/$d.tgz" ] && tar -xzf "$OUT/$d.tgz" -C "$OUT" --skip-old-files
     tar -czf "$OUT/$d.tgz" -C "$OUT" "$d" && rm -rf "${OUT:?}/$d"
   fi
 done
