@@ -57,7 +57,9 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     the 128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
     needs fewer weighted waves (a 128x128 tile costs 0.5/0.9); a 128x256 grid
     without clusters becomes 128x192 where that needs fewer weighted waves
-    (a 128x192 tile costs 0.75/0.95) unless stream-K is switched on.  Very few
+    (a 128x192 tile costs 0.75/0.95) unless stream-K is switched on.  128x64
+    tiles that fill <= half the SMs split K over 2-CTA clusters (128x64sk2)
+    when K has >= 32 k-blocks and stream-K does not take them.  Very few
     tiles (128x128 tiles <= 1/12 of the SMs) and >= 128 k-blocks: split-K
     over clusters of 8 (128x128sk8).  A cooperative
     tile without clusters runs stream-K ("streamk" appended) when switched
@@ -90,6 +92,9 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
         return "128x192"
     if streamk is None:
         streamk = tiles128 * 4 <= sms and kb >= 128
+    # 128x64 tiles filling <= half the SMs: K split over 2-CTA clusters
+    if tile == "128x64" and not streamk and tm * cdiv(N, 64) * batch * 2 <= sms and kb >= 32:
+        return "128x64sk2"
     if not streamk or tile.endswith("c2"):
         return tile
     tiles = tm * cdiv(N, int(tile.split("x")[1])) * batch
@@ -488,11 +493,13 @@ def test_splitk(monkeypatch, setting, dtype, layout):
 
 def test_splitk_auto_picks(monkeypatch):
     # Opt-in "auto": S = 2 where the 128x128 tiles fill <= half the SMs and K
-    # has >= 32 k-blocks.  Unset: no split; those shapes run 128x64 tiles.
-    for M, N, K in [(16, 4096, 4096), (128, 4096, 4096), (256, 4096, 4096), (200, 1000, 2048)]:
+    # has >= 32 k-blocks.  Unset: 128x64 tiles, their K split in two where
+    # they fill <= half the SMs.
+    for M, N, K, unset in [(16, 4096, 4096, "128x64sk2"), (128, 4096, 4096, "128x64sk2"),
+                           (256, 4096, 4096, "128x64"), (200, 1000, 2048, "128x64sk2")]:
         a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
         monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
-        assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x64", "NN"), (M, N, K)
+        assert kernel_name(a, b) == variant_name(torch.bfloat16, unset, "NN"), (M, N, K)
         assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K)
         monkeypatch.setenv("TILED_SM90_SPLITK", "auto")
         assert expected_split(M, N, K, "auto") == 2, (M, N, K)
@@ -777,6 +784,39 @@ def test_smem_epilogue_tf32(tf32, monkeypatch):
     exact_check(2048, 2047, 256, torch.float32, "NT")
 
 
+# ------------------------------------------------------------------ 128x64 tiles, K split over 2-CTA clusters
+
+# (M, N, K, batch): 128x64 tiles filling <= half the SMs with >= 32
+# k-blocks; ragged M, N and K (the split point inside a k-block range), a
+# batch, one tile.
+NARROW_SPLIT_SHAPES = [(128, 4096, 4096, None), (100, 1000, 2048, None), (200, 264, 2056, 3), (67, 64, 2104, None)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_narrow_splitk(dtype, layout):
+    for M, N, K, batch in NARROW_SPLIT_SHAPES:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert expected_tile(M, N, batch or 1, dtype, K) == "128x64sk2", (M, N, K, batch)
+        assert kernel_name(a, b) == variant_name(dtype, "128x64sk2", layout), (M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0))
+    exact_check(128, 1000, 2048, dtype, layout)
+    exact_check(200, 264, 2120, dtype, layout, bias=False)
+
+
+def test_narrow_splitk_tf32_and_bits(tf32):
+    for M, N, K in [(128, 1000, 2048), (100, 2000, 1000)]:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
+        assert kernel_name(a, b) == variant_name(torch.float32, "128x64sk2", "NT"), (M, N, K)
+        check(a, b, torch.float32, tol=TF32_TOL)
+    exact_check(128, 1000, 2048, torch.float32, "NT")
+    # the halves are added in a fixed order: same bits every run
+    for dtype in HALF:
+        assert_deterministic(128, 4096, 4096, dtype, "128x64sk2", runs=3)
+
+
 # ------------------------------------------------------------------ 128x192 tiles (a badly filled last wave)
 
 # (M, N, K, batch), each picked as 128x192 by default: the 5-stage ring wraps
@@ -959,15 +999,15 @@ def test_deep_k_defaults(monkeypatch, dtype):
     monkeypatch.delenv("TILED_SM90_STREAMK", raising=False)
     monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
     for M, N, K, kind in [(1536, 1536, 1536, "128x192_"), (256, 256, 8192, "sk8"), (384, 384, 8192, "sk8"),
-                          (256, 256, 8128, "128x64_"), (512, 512, 8192, "streamk"), (256, 1024, 8200, "streamk"),
+                          (256, 256, 8128, "128x64sk2_"), (512, 512, 8192, "streamk"), (256, 1024, 8200, "streamk"),
                           (1000, 1000, 8192, "128x64_")]:
         a, b = make_operands(M, N, K, dtype, "cuda", "NT")
         assert kind in kernel_name(a, b), (M, N, K)
         assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, 1, dtype, K), "NT"), (M, N, K)
         check(a, b, dtype)
-    monkeypatch.setenv("TILED_SM90_STREAMK", "0")
+    monkeypatch.setenv("TILED_SM90_STREAMK", "0")  # the 128x64 tiles split K in two instead
     a, b = make_operands(512, 512, 8192, dtype, "cuda", "NT")
-    assert kernel_name(a, b) == variant_name(dtype, "128x64", "NT")
+    assert kernel_name(a, b) == variant_name(dtype, "128x64sk2", "NT")
     monkeypatch.setenv("TILED_SM90_SPLITK", "0")
     a, b = make_operands(256, 256, 8192, dtype, "cuda", "NT")
     assert kernel_name(a, b) == variant_name(dtype, "128x64", "NT")

@@ -162,8 +162,8 @@ struct Sm90Config {
   // 16-bit types only for MN-major (wgmma has no transpose for tf32).
   static_assert(!(kAMN || kBMN) || kElemBytes == 2, "MN-major operands need a 16-bit type");
   static_assert(kBN == 64 || kBN == 128 || kBN == 192 || kBN == 256, "instantiated wgmma N sizes");
-  static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong && !kSplitK),
-                "128x64 and 128x192: cooperative, no cluster");
+  static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
+  static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
   static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
@@ -952,6 +952,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       if (c.cluster == 2) TILED_SM90_LAYOUTS(128, 2, true)
       TILED_SM90_LAYOUTS(128, 1, true)
     }
+    if (c.split_k > 1 && c.tile == Tile::k128x64) TILED_SM90_LAYOUTS(64, 1, false, true)
     if (c.split_k > 1) TILED_SM90_LAYOUTS(128, 1, false, true)
     if (c.tile == Tile::k128x192) TILED_SM90_LAYOUTS(192, 1, false)
     if (c.tile == Tile::k128x64) TILED_SM90_LAYOUTS(64, 1, false)
@@ -961,6 +962,8 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     if (c.a_mn || c.b_mn) return "sm90: tf32 takes K-major operands only";
     if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c, workspace);
     if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c, workspace);
+    if (c.split_k > 1 && c.tile == Tile::k128x64)
+      return launch_sm90<Sm90Config<T, 64, false, false, 1, false, true>>(p, dev, stream, c, workspace);
     if (c.split_k > 1) return launch_sm90<Sm90Config<T, 128, false, false, 1, false, true>>(p, dev, stream, c, workspace);
     if (c.tile == Tile::k128x192) return launch_sm90<Sm90Config<T, 192, false, false>>(p, dev, stream, c, workspace);
     if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, false, false>>(p, dev, stream, c, workspace);

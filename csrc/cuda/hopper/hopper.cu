@@ -191,6 +191,14 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // (docs/hopper.md).
   const char* skv = setting("TILED_SM90_STREAMK");
   const bool want_sk = skv ? std::strcmp(skv, "1") == 0 : (tiles128 * 4 <= sms && k_blocks >= 128);
+  // 128x64 tiles that still fill at most half the SMs (e.g. 128x4096x4096:
+  // 64 tiles on 132 SMs, each streaming a 64-wide band of B through all of
+  // K): K split over 2-CTA clusters, 128 CTAs, when stream-K does not take
+  // them and each CTA keeps >= 16 k-blocks.  By default only
+  // (TILED_SM90_SPLITK unset; =0 off).
+  const int64_t tiles64 = tm * ceil_div(p.N, 64) * p.batch;
+  if (!sk && !want_sk && c.tile == Tile::k128x64 && tiles64 * 2 <= sms && k_blocks >= 32 && tiles64 * 2 <= kMaxInt)
+    c.split_k = 2;
   if (want_sk && !c.pingpong && c.cluster == 1 && c.split_k == 0 && c.tile != Tile::k128x192) {
     const int64_t tiles = tm * ceil_div(p.N, tile_bn(c.tile)) * p.batch;
     c.sk_tiles = stream_k_tiles(tiles, sms, k_blocks);
@@ -243,13 +251,13 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // "sm90_<dtype>_<variant>_<a><b>" with BLAS letters: a/b 'n' row-major,
   // 't' column-major.  Variants: 128x256, 128x192, 128x128, 128x64 (cooperative), 128x256c2
   // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
-  // (split-K over a cluster of 2/4/8 CTAs), 128x256streamk, 128x128streamk,
+  // (split-K over a cluster of 2/4/8 CTAs), 128x64sk2, 128x256streamk, 128x128streamk,
   // 128x64streamk (stream-K over the last wave).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  constexpr int kNumVariants = 13;
+  constexpr int kNumVariants = 14;
   static const char* const kVariants[kNumVariants] = {
-      "128x256",    "128x128",    "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2", "128x128sk4",
-      "128x128sk8", "128x64",     "128x256streamk", "128x128streamk", "128x64streamk", "128x192"};
+      "128x256",    "128x128", "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2", "128x128sk4",
+      "128x128sk8", "128x64",  "128x256streamk", "128x128streamk", "128x64streamk", "128x192",    "128x64sk2"};
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
     auto* n = new std::string[3 * kNumVariants * 4];
@@ -262,6 +270,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
   const bool sk = c.sk_tiles > 0;
   const int v = c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
+                : c.split_k > 1 && c.tile == Tile::k128x64 ? 13
                 : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
                 : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
                 : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
