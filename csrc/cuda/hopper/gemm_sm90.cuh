@@ -66,7 +66,6 @@ struct KernelArgs {
   int c_pairs_aligned;       // 1: every even column's pair (n, n+1) may be stored as one vector
   int c_quads_aligned;       // 1: every 4-column group (4i .. 4i+3) may be stored as one vector
   int c_via_smem;            // 1: stores go row by row through shared memory (C not 4-column aligned)
-  int c_rows16;              // 1: C's rows take 16-byte vectors (interior tiles store through shared memory)
   int group_m;               // grouped raster: tile rows per group (>= 1)
   // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
   // wholly at or past M does no math (it still waits on and releases every
@@ -470,21 +469,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const int col_base = tc.tn * kBN + 2 * (lane % 4);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
-      const int64_t slab_end = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? kBM : (cw + 1) * 64);
-      const bool interior = slab_end <= args.M && tc.tn * kBN + kBN <= args.N;
-      // Through shared memory, 32 columns at a time: each warp writes its 16
-      // rows' fragment pairs (+ bias, rounded) into its scratch, then stores
-      // them row-contiguously:
-      // * interior tiles of a C whose rows take 16-byte vectors: one 16-byte
-      //   store per lane and step, a warp's store 8 (bf16) or 4 (fp32) rows
-      //   of 64/128 contiguous bytes; per thread ~3x fewer instructions than
-      //   the lane-exchange stores below;
-      // * a C whose rows are not 4-column aligned (e.g. an odd N), every
-      //   tile: fragment-order stores would be 2-4 bytes each, a warp's store
-      //   spread over 8 rows and 8 partly written sectors; instead the 32
-      //   lanes store 32 consecutive columns of a row (rows/columns checked).
-      const bool vec16 = args.c_rows16 && interior;
-      if (args.c_via_smem || vec16) {
+      // Interior tile (every row of this warpgroup's slabs < M, every column
+      // < N) with 4-column-aligned C: no per-element checks, and lanes l and
+      // l ^ 1 swap one pair so that each lane holds 4 consecutive columns of
+      // its row (8-byte stores for 16-bit types, 16-byte for fp32; a warp's
+      // store fills whole 32-byte sectors).  Even lane 2p of a quad keeps its
+      // pair of 8-column group 2i and takes lane 2p+1's: columns 16i + 4p ..
+      // +3; odd lane 2p+1 keeps its pair of group 2i+1 and takes lane 2p's:
+      // columns 16i + 8 + 4p .. +3.
+      // C's rows not 4-column aligned (e.g. an odd N): fragment-order stores
+      // would be 2-4 bytes each, a warp's store spread over 8 rows and 8
+      // partly written sectors.  Instead each warp passes its 16 rows through
+      // shared memory, 32 columns at a time, and stores them row by row: the
+      // 32 lanes on 32 consecutive columns (64 or 128 contiguous bytes).
+      if (args.c_via_smem) {
         T* const rows_smem = epi_scratch + (cw * 4 + warp) * (16 * kEpiPitch);
         const int frag_row = lane / 4, frag_col = 2 * (lane % 4);
 #pragma unroll
@@ -508,39 +506,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                                    acc[m][4 * j + 2 * h] + b0, acc[m][4 * j + 2 * h + 1] + b1);
             }
             __syncwarp();
-            if (vec16) {
-              constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte vector
-              constexpr int kRowVecs = 32 / kVec;                       // vectors per row of the chunk
-              T* const out = c + row0 * args.c_row_stride + tc.tn * kBN + 32 * ch;
+            const int col = tc.tn * kBN + 32 * ch + lane;
+            if (col < args.N) {
+              T* out = c + row0 * args.c_row_stride + col;
 #pragma unroll
-              for (int t = 0; t < 16 * kRowVecs / 32; ++t) {
-                const int v = lane + 32 * t, r = v / kRowVecs, q = v % kRowVecs;
-                *reinterpret_cast<uint4*>(out + r * args.c_row_stride + q * kVec) =
-                    *reinterpret_cast<const uint4*>(rows_smem + r * kEpiPitch + q * kVec);
-              }
-            } else {
-              const int col = tc.tn * kBN + 32 * ch + lane;
-              if (col < args.N) {
-                T* out = c + row0 * args.c_row_stride + col;
-#pragma unroll
-                for (int r = 0; r < 16; ++r)
-                  if (r < rows_left) out[r * args.c_row_stride] = rows_smem[r * kEpiPitch + lane];
-              }
+              for (int r = 0; r < 16; ++r)
+                if (r < rows_left) out[r * args.c_row_stride] = rows_smem[r * kEpiPitch + lane];
             }
             __syncwarp();  // the next chunk overwrites the scratch
           }
         }
         return;
       }
-      // Interior tile with 4-column-aligned C (rows not 16-byte aligned, or
-      // TILED_SM90_SMEM_EPILOGUE=0): no per-element checks, and lanes l and
-      // l ^ 1 swap one pair so that each lane holds 4 consecutive columns of
-      // its row (8-byte stores for 16-bit types, 16-byte for fp32; a warp's
-      // store fills whole 32-byte sectors).  Even lane 2p of a quad keeps its
-      // pair of 8-column group 2i and takes lane 2p+1's: columns 16i + 4p ..
-      // +3; odd lane 2p+1 keeps its pair of group 2i+1 and takes lane 2p's:
-      // columns 16i + 8 + 4p .. +3.
-      if (args.c_quads_aligned && interior) {
+      const int64_t slab_end = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? kBM : (cw + 1) * 64);
+      if (args.c_quads_aligned && slab_end <= args.M && tc.tn * kBN + kBN <= args.N) {
         using Bits = PairBits<T>;
         constexpr int kW = Bits::kWords;
         const int quad_lane = lane % 4;
@@ -894,15 +873,12 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   };
   args.c_pairs_aligned = c_groups_aligned(2);
   // TILED_SM90_VEC_EPILOGUE=0 keeps every tile on the checked scalar/pair
-  // stores (for A/B runs).  Interior tiles of a C whose rows take 16-byte
-  // vectors, and every tile of a C that is not 4-column aligned, store
-  // through shared memory (TILED_SM90_SMEM_EPILOGUE=0: the lane-exchange
-  // vector stores / the checked stores instead).
+  // stores (for A/B runs; the vector path is the default).  A C that is not
+  // 4-column aligned goes through shared memory (TILED_SM90_SMEM_EPILOGUE=0:
+  // the checked stores instead).
   const bool checked_only = setting_is("TILED_SM90_VEC_EPILOGUE", "0");
   args.c_quads_aligned = c_groups_aligned(4) && !checked_only;
-  const bool via_smem = !checked_only && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
-  args.c_via_smem = !c_groups_aligned(4) && via_smem;
-  args.c_rows16 = c_groups_aligned(16 / es) && via_smem;
+  args.c_via_smem = !c_groups_aligned(4) && !checked_only && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;
   args.c = p.c;
