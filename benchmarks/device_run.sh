@@ -147,10 +147,10 @@ if has ncu; then
   done
 fi
 # The device tool returns at most 8 files: pack the result folders (merged
-# with what an earlier call in the same $OUT packed).
+# with what an earlier call for the same commit packed into $OUT).
 for d in results ncu; do
   if [ -d "$OUT/$d" ] && [ -n "$(ls -A "$OUT/$d")" ]; then
-    [ -f "$OUT/$d.tgz" ] && tar -xzf "$OUT/$d.tgz" -C "$OUT" --skip-old-files
+    [ -f "$OUT/$d.tgz" ] && tar -xzf "$OUT/$d.tgz" -C "$OUT" --skip-old-files --wildcards "*${TILED_COMMIT}*" 2>/dev/null
     tar -czf "$OUT/$d.tgz" -C "$OUT" "$d" && rm -rf "${OUT:?}/$d"
   fi
 done
