@@ -677,11 +677,14 @@ def test_smallm_deterministic(smallm, dtype):
         assert torch.equal(gemm(a, b, bias), first)
 
 
-# ------------------------------------------------------------------ vector epilogue (default) vs checked stores
-# Interior tiles with 4-column-aligned C store 4 consecutive columns per lane
-# after a lane-pair exchange; edge tiles and unaligned C keep the checked
-# stores.  TILED_SM90_VEC_EPILOGUE=0 forces the checked stores everywhere:
-# both must give the same bits, for every schedule and layout.
+# ------------------------------------------------------------------ epilogues: TMA, vector, checked stores
+# A C whose rows are 16-byte aligned is stored by TMA from shared memory
+# (every tile but 128x192's; edges clipped by TMA).  Otherwise interior
+# tiles with 4-column-aligned C store 4 consecutive columns per lane after a
+# lane-pair exchange; edge tiles keep the checked stores.
+# TILED_SM90_TMA_EPILOGUE=0 turns TMA off, TILED_SM90_VEC_EPILOGUE=0 forces
+# the checked stores everywhere: all must give the same bits, for every
+# schedule and layout.
 
 VEC_CASES = [  # (M, N, K, batch, env)
     (256, 512, 200, None, {}),  # 128x128 cooperative, all interior
@@ -693,17 +696,25 @@ VEC_CASES = [  # (M, N, K, batch, env)
     (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),  # 128x256c2
     (600, 1032, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
     (200, 1002, 72, None, {}),  # N % 4 == 2: shared-memory stores against checked ones
+    (256, 516, 200, None, {}),  # N % 8 == 4: bf16 rows not 16-byte aligned, no TMA
+    (1000, 1032, 1000, None, {"TILED_SM90_STREAMK": "1"}),  # stream-K owners store by TMA
+    (1536, 1536, 136, None, {}),  # 128x192: register stores
 ]
 
 
 def vec_and_checked(monkeypatch, a, b, bias, dtype):
-    """The output with the default (vector) epilogue, poisoned first, and the
-    output with TILED_SM90_VEC_EPILOGUE=0 (checked stores everywhere)."""
+    """The output with the default epilogue (TMA stores where C's rows are
+    16-byte aligned), poisoned first, and the output with
+    TILED_SM90_VEC_EPILOGUE=0 (checked stores everywhere); also asserts that
+    TILED_SM90_TMA_EPILOGUE=0 (register vector stores) gives the same bits."""
     numel = a.shape[-2] * b.shape[-1] * (a.shape[0] if a.dim() == 3 else 1)
     vec, _ = run_poisoned(lambda: gemm(a, b, bias), numel, dtype, "cuda")
     with monkeypatch.context() as m:
+        m.setenv("TILED_SM90_TMA_EPILOGUE", "0")
+        regs, _ = run_poisoned(lambda: gemm(a, b, bias), numel, dtype, "cuda")
         m.setenv("TILED_SM90_VEC_EPILOGUE", "0")
         checked = gemm(a, b, bias)
+    assert torch.equal(vec, regs)
     return vec, checked
 
 

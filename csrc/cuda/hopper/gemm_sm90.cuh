@@ -66,6 +66,7 @@ struct KernelArgs {
   int c_pairs_aligned;       // 1: every even column's pair (n, n+1) may be stored as one vector
   int c_quads_aligned;       // 1: every 4-column group (4i .. 4i+3) may be stored as one vector
   int c_via_smem;            // 1: stores go row by row through shared memory (C not 4-column aligned)
+  int c_tma;                 // 1: tiles are stored by TMA from shared memory (tmap_c)
   int group_m;               // grouped raster: tile rows per group (>= 1)
   // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
   // wholly at or past M does no math (it still waits on and releases every
@@ -155,9 +156,13 @@ struct Sm90Config {
                                              : Tile::k128x64;
   static constexpr int kStages = tile_stages(kTile);
   // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
-  // then 2 barriers of 8 bytes per stage, then the epilogue scratch.
-  static constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * 8 * kStages + kEpilogueScratchBytes;
-  static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpilogueScratchBytes, "epilogue scratch: 8 warps x 16 rows");
+  // then a 1 KB block with 2 barriers of 8 bytes per stage, then the
+  // epilogue scratch (hopper.h).
+  static constexpr bool kTmaEpilogue = tile_tma_epilogue(kTile);
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 1024 + epilogue_scratch_bytes(kTile);
+  static_assert(2 * 8 * kStages <= 1024, "barriers fit their block");
+  static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpiRowsBytes && kEpiRowsBytes <= epilogue_scratch_bytes(kTile),
+                "epilogue scratch: 8 warps x 16 rows");
   static_assert(kSmemBytes == tile_smem_bytes(kTile), "host and kernel agree on shared memory");
   // 16-bit types only for MN-major (wgmma has no transpose for tf32).
   static_assert(!(kAMN || kBMN) || kElemBytes == 2, "MN-major operands need a 16-bit type");
@@ -267,7 +272,7 @@ __device__ __forceinline__ void release_stage(uint32_t empty) {
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b,
-                     const KernelArgs args) {
+                     const __grid_constant__ CUtensorMap tmap_c, const KernelArgs args) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Cfg::Elem;
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kBK = Cfg::kBK, kStages = Cfg::kStages;
@@ -277,9 +282,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint32_t ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full_bar = ring + kStages * Cfg::kStageBytes;
   const uint32_t empty_bar = full_bar + 8 * kStages;
-  // Epilogue scratch (16-byte aligned: the ring is 1 KB aligned, stages and
-  // barriers are multiples of 16 bytes).
-  T* const epi_scratch = reinterpret_cast<T*>(smem_raw + (empty_bar + 8 * kStages - smem_addr(smem_raw)));
+  // Epilogue scratch: 1 KB aligned (the ring is, stages are multiples of 1 KB).
+  const uint32_t epi_smem = ring + kStages * Cfg::kStageBytes + 1024;
+  T* const epi_scratch = reinterpret_cast<T*>(smem_raw + (epi_smem - smem_addr(smem_raw)));
 
   const int warpgroup = threadIdx.x / 128;
   const int wg_thread = threadIdx.x % 128;
@@ -469,6 +474,62 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const int col_base = tc.tn * kBN + 2 * (lane % 4);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
+      // TMA store: each consumer warpgroup writes its 64-row slab box by box
+      // (64 rows x 128 bytes of C) into one of its two shared-memory buffers
+      // in the 128B-swizzled layout (conflict-free: the 8 rows a warp store
+      // touches land on 8 different 16-byte chunk positions), and one thread
+      // hands the box to TMA, which writes it (clipped at M and N) while the
+      // next box is filled.  Before refilling a buffer, that thread waits
+      // until TMA has read the box stored from it two boxes ago (possibly in
+      // the previous tile).
+      if constexpr (Cfg::kTmaEpilogue) {
+        if (args.c_tma) {
+          constexpr int kBoxCols = 128 / Cfg::kElemBytes;  // 64 bf16 / f16, 32 fp32
+          constexpr int kBoxes = kBN / kBoxCols;
+          const uint32_t bar = 5 + cw;  // named barriers 5, 6: one per consumer warpgroup
+#pragma unroll
+          for (int m = 0; m < kSubM; ++m) {
+            const int row0 = tile_m * kBM + (Cfg::kPingPong ? m : cw) * 64;
+#pragma unroll
+            for (int bx = 0; bx < kBoxes; ++bx) {
+              const uint32_t buf = epi_smem + (2 * cw + ((m * kBoxes + bx) & 1)) * kCBoxBytes;
+              if (wg_thread == 0) bulk_wait_group_read<1>();
+              named_barrier_sync(bar, 128);
+#pragma unroll
+              for (int jj = 0; jj < kBoxCols / 8; ++jj) {
+                const int j = bx * (kBoxCols / 8) + jj;
+                const int col = col_base + 8 * j;
+                float b0 = 0.f, b1 = 0.f;
+                if (bias) {
+                  if (col < args.N) b0 = OutCast<T>::load(bias + col);
+                  if (col + 1 < args.N) b1 = OutCast<T>::load(bias + col + 1);
+                }
+                const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const uint32_t r = static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h);
+                  const uint32_t addr = buf + r * 128 + ((((byte >> 4) ^ r) & 7) << 4) + (byte & 15);
+                  const float x = acc[m][4 * j + 2 * h] + b0, y = acc[m][4 * j + 2 * h + 1] + b1;
+                  if constexpr (Cfg::kElemBytes == 4) {
+                    st_shared_v2(addr, x, y);
+                  } else {
+                    uint32_t w[1];
+                    PairBits<T>::pack(x, y, w);
+                    st_shared_b32(addr, w[0]);
+                  }
+                }
+              }
+              fence_proxy_async_smem();
+              named_barrier_sync(bar, 128);
+              if (wg_thread == 0) {
+                tma_store_3d(&tmap_c, buf, tc.tn * kBN + bx * kBoxCols, row0, tc.b);
+                bulk_commit_group();
+              }
+            }
+          }
+          return;
+        }
+      }
       // Interior tile (every row of this warpgroup's slabs < M, every column
       // < N) with 4-column-aligned C: no per-element checks, and lanes l and
       // l ^ 1 swap one pair so that each lane holds 4 consecutive columns of
@@ -738,6 +799,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (idle) continue;  // every row of this slab is >= M: nothing to store
       epilogue(tc, tile_m);
     }
+    // The last boxes' global writes are done before the CTA exits.
+    if (Cfg::kTmaEpilogue && args.c_tma && wg_thread == 0) bulk_wait_group<0>();
   }
   if constexpr (Cfg::kCluster > 1) {
     // No CTA may exit while its peer can still arrive on its barriers or
@@ -878,6 +941,22 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // the checked stores instead).
   const bool checked_only = setting_is("TILED_SM90_VEC_EPILOGUE", "0");
   args.c_quads_aligned = c_groups_aligned(4) && !checked_only;
+  // TMA stores where C allows them (16-byte aligned base and strides;
+  // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
+  CUtensorMap map_c{};
+  if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
+      pointer_alignment(p.c) >= 16 && tma_stride_ok(p.c_row_stride, es) &&
+      (p.batch <= 1 || tma_stride_ok(p.c_batch_stride, es))) {
+    OperandMapSpec sc{};
+    sc.dtype = tma_dtype<T>();
+    sc.elem_bytes = es;
+    sc.ptr = p.c;
+    sc.batch = p.batch > 1 ? static_cast<uint64_t>(p.batch) : 1;
+    sc.batch_stride = p.batch > 1 ? static_cast<uint64_t>(p.c_batch_stride) : 0;
+    sc.inner = p.N, sc.outer = p.M, sc.outer_stride = p.c_row_stride;
+    sc.box_inner = 128 / es, sc.box_outer = 64;
+    args.c_tma = encode_operand_map(&map_c, sc) == nullptr ? 1 : 0;  // else the register stores
+  }
   args.c_via_smem = !c_groups_aligned(4) && !checked_only && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;
@@ -894,7 +973,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     if (S > args.k_blocks) return "sm90: split-K factor exceeds the k-block count";
     ClusterLaunch launch(static_cast<unsigned>(S), dim3(Cfg::kThreads, 1, 1), Cfg::kSmemBytes, stream);
     return launch.launch(dim3(static_cast<unsigned>(tiles * S), 1, 1), kernel, "sm90: split-K cluster launch failed",
-                         map_a, map_b, args);
+                         map_a, map_b, map_c, args);
   } else if constexpr (Cfg::kCluster == 1) {
     const int64_t tiles = static_cast<int64_t>(args.tiles_m) * args.tiles_n * args.batch;
     int grid = static_cast<int>(tiles < dev.num_sms ? tiles : dev.num_sms);
@@ -911,7 +990,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
           return "sm90: stream-K flag reset failed";
       }
     }
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(map_a, map_b, args);
+    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(map_a, map_b, map_c, args);
     return nullptr;
   } else {
     // Units of work are tile pairs; as many clusters as can be resident at once.
@@ -927,7 +1006,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     }
     const int64_t clusters = units < max_clusters ? units : max_clusters;
     return launch.launch(dim3(static_cast<unsigned>(clusters * Cfg::kCluster), 1, 1), kernel,
-                         "sm90: cluster launch failed", map_a, map_b, args);
+                         "sm90: cluster launch failed", map_a, map_b, map_c, args);
   }
 }
 

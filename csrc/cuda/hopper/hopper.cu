@@ -23,15 +23,9 @@ using sm90::Choice;
 using sm90::Tile;
 using sm90::tile_bn;
 using sm90::stream_k_tiles;
+using sm90::tma_stride_ok;
 
 [[maybe_unused]] constexpr int64_t kMaxInt = 0x7fffffff;
-
-// TMA's rules for a non-contiguous dimension: positive, a multiple of 16 bytes, < 2^40 bytes.
-[[maybe_unused]] bool tma_stride_ok(int64_t stride_elems, int es) {
-  if (stride_elems <= 0) return false;
-  const int64_t bytes = stride_elems * es;
-  return bytes % 16 == 0 && bytes < (int64_t{1} << 40);
-}
 
 // The operand's stride that TMA walks as its second dimension: the row stride
 // of a row-major operand, the column stride of a column-major one.

@@ -67,6 +67,13 @@ constexpr size_t stream_k_workspace_bytes(int64_t grid, int bn) {
   return stream_k_flag_bytes(grid) + static_cast<size_t>(grid) * 128 * bn * 4;
 }
 
+// TMA's rules for a non-contiguous dimension: positive, a multiple of 16 bytes, < 2^40 bytes.
+inline bool tma_stride_ok(int64_t stride_elems, int es) {
+  if (stride_elems <= 0) return false;
+  const int64_t bytes = stride_elems * es;
+  return bytes % 16 == 0 && bytes < (int64_t{1} << 40);
+}
+
 constexpr int tile_bn(Tile t) {
   return t == Tile::k128x256 ? 256 : t == Tile::k128x192 ? 192 : t == Tile::k128x128 ? 128 : 64;
 }
@@ -74,17 +81,27 @@ constexpr int tile_bn(Tile t) {
 constexpr int tile_stages(Tile t) {
   return t == Tile::k128x256 ? 4 : t == Tile::k128x192 ? 5 : t == Tile::k128x128 ? 6 : 8;
 }
-// Epilogue scratch for a C whose rows are not 4-column aligned: each of the
-// 8 consumer warps passes 16 rows x 32 columns through shared memory (rows
-// padded to 40 elements against bank conflicts), sized for fp32 output.
+// Epilogue scratch, after the ring and a 1 KB block of mbarriers (so it is
+// 1 KB aligned, as the 128-byte swizzle of a TMA box needs):
+// * a C that TMA can store (16-byte aligned rows): per consumer warpgroup two
+//   8 KB buffers, each one 64-row x 128-byte box of C in the 128B-swizzled
+//   layout, stored by cp.async.bulk.tensor while the next box is written;
+// * a C whose rows are not 4-column aligned: each of the 8 consumer warps
+//   passes 16 rows x 32 columns through it (rows padded to 40 elements
+//   against bank conflicts, sized for fp32 output).
+// 128x192 tiles (5-stage ring) leave room only for the second use.
 constexpr int kEpiPitch = 40;
-constexpr int kEpilogueScratchBytes = 8 * 16 * kEpiPitch * 4;
+constexpr int kEpiRowsBytes = 8 * 16 * kEpiPitch * 4;  // 20 KB
+constexpr int kCBoxBytes = 64 * 128;                   // one TMA box of C
+constexpr int kEpiTmaBytes = 2 * 2 * kCBoxBytes;       // 32 KB
+constexpr bool tile_tma_epilogue(Tile t) { return t != Tile::k128x192; }
+constexpr int epilogue_scratch_bytes(Tile t) { return tile_tma_epilogue(t) ? kEpiTmaBytes : kEpiRowsBytes; }
 // Every k-block is 128 bytes of K for both operands, whatever the dtype, so
-// a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack, two
-// 8-byte mbarriers per stage and the epilogue scratch.  gemm_sm90.cuh
-// static_asserts the same number.
+// a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack, the
+// 1 KB mbarrier block (two 8-byte barriers per stage) and the epilogue
+// scratch.  gemm_sm90.cuh static_asserts the same number.
 constexpr int tile_smem_bytes(Tile t) {
-  return tile_stages(t) * (128 + tile_bn(t)) * 128 + 1024 + 16 * tile_stages(t) + kEpilogueScratchBytes;
+  return 1024 + tile_stages(t) * (128 + tile_bn(t)) * 128 + 1024 + epilogue_scratch_bytes(t);
 }
 
 // Per-dtype launchers (hopper_bf16.cu, hopper_f16.cu, hopper_tf32.cu).

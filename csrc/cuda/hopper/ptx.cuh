@@ -86,6 +86,27 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* tmap, uint
       : "memory");
 }
 
+// TMA store of one box from this CTA's shared memory at `src` to global
+// coordinates (c0, c1, c2); out-of-bounds rows/columns are not written.
+// Completion is tracked per thread in bulk groups: commit after issuing,
+// then wait_read<N> (the shared memory of all but the N newest groups may be
+// reused) or wait<N> (their global writes are done).
+__device__ __forceinline__ void tma_store_3d(const void* tmap, uint32_t src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(tmap)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int kN>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kN) : "memory");
+}
+template <int kN>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(kN) : "memory");
+}
+
 // Same, but the box lands at the same offset in the shared memory of every
 // CTA of the cluster named in `cta_mask`, and complete_tx goes to the barrier
 // at `bar`'s offset in each of them.
@@ -139,6 +160,9 @@ __device__ __forceinline__ float4 ld_shared_cluster_v4(uint32_t addr, uint32_t r
 }
 __device__ __forceinline__ void st_shared_v2(uint32_t addr, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
 // One arrival on the mbarrier at the same offset as `bar` in cluster CTA `rank`.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
