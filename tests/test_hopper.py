@@ -795,6 +795,22 @@ def test_smem_epilogue_tf32(tf32, monkeypatch):
     exact_check(2048, 2047, 256, torch.float32, "NT")
 
 
+def check_config_shapes(shapes, dtype, layout, variant, exact=True):
+    """Each (M, N, K, batch) runs `variant` (and the Python mirror agrees)
+    and matches the reference (bias on even M); with `exact`, 2-D ones also
+    pass the small-integer exact check.  Column-major A needs M % 8 == 0
+    (else it is staged): those shapes are skipped in T layouts."""
+    for M, N, K, batch in shapes:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert expected_tile(M, N, batch or 1, dtype, K) == variant, (M, N, K, batch)
+        assert kernel_name(a, b) == variant_name(dtype, variant, layout), (M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0), tol=TF32_TOL if dtype == torch.float32 else None)
+        if exact and batch is None:
+            exact_check(M, N, K, dtype, layout)
+
+
 # ------------------------------------------------------------------ 128x64 tiles, K split over 2-CTA clusters
 
 # (M, N, K, batch): 128x64 tiles filling <= half the SMs with >= 32
@@ -806,22 +822,14 @@ NARROW_SPLIT_SHAPES = [(128, 4096, 4096, None), (100, 1000, 2048, None), (200, 2
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_narrow_splitk(dtype, layout):
-    for M, N, K, batch in NARROW_SPLIT_SHAPES:
-        if layout[0] == "T" and M % 8:
-            continue
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        assert expected_tile(M, N, batch or 1, dtype, K) == "128x64sk2", (M, N, K, batch)
-        assert kernel_name(a, b) == variant_name(dtype, "128x64sk2", layout), (M, N, K, batch)
-        check(a, b, dtype, bias=(M % 2 == 0))
+    check_config_shapes(NARROW_SPLIT_SHAPES, dtype, layout, "128x64sk2", exact=False)
     exact_check(128, 1000, 2048, dtype, layout)
     exact_check(200, 264, 2120, dtype, layout, bias=False)
 
 
 def test_narrow_splitk_tf32_and_bits(tf32):
-    for M, N, K in [(128, 1000, 2048), (100, 2000, 1000)]:
-        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
-        assert kernel_name(a, b) == variant_name(torch.float32, "128x64sk2", "NT"), (M, N, K)
-        check(a, b, torch.float32, tol=TF32_TOL)
+    check_config_shapes([(128, 1000, 2048, None), (100, 2000, 1000, None)], torch.float32, "NT", "128x64sk2",
+                        exact=False)
     exact_check(128, 1000, 2048, torch.float32, "NT")
     # the halves are added in a fixed order: same bits every run
     for dtype in HALF:
@@ -839,15 +847,7 @@ N192_SHAPES = [(1536, 1536, 1032, None), (640, 4096, 136, None), (768, 1000, 520
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_n192_tiles(monkeypatch, dtype, layout):
-    for M, N, K, batch in N192_SHAPES:
-        if layout[0] == "T" and M % 8:
-            continue
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        assert expected_tile(M, N, batch or 1, dtype, K) == "128x192", (M, N, K, batch)
-        assert kernel_name(a, b) == variant_name(dtype, "128x192", layout), (M, N, K, batch)
-        check(a, b, dtype, bias=(M % 2 == 0))
-        if batch is None:
-            exact_check(M, N, K, dtype, layout)
+    check_config_shapes(N192_SHAPES, dtype, layout, "128x192")
     # Forced on a full grid: several persistent tiles per CTA (176 tiles),
     # ring phases carried across tiles; and forced off.
     monkeypatch.setenv("TILED_SM90_N192", "1")
@@ -861,10 +861,7 @@ def test_n192_tiles(monkeypatch, dtype, layout):
 
 
 def test_n192_tiles_tf32(tf32, monkeypatch):
-    for M, N, K, batch in N192_SHAPES:
-        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
-        assert kernel_name(a, b) == variant_name(torch.float32, "128x192", "NT"), (M, N, K, batch)
-        check(a, b, torch.float32, tol=TF32_TOL)
+    check_config_shapes(N192_SHAPES, torch.float32, "NT", "128x192", exact=False)
     exact_check(1536, 1536, 256, torch.float32, "NT")
     monkeypatch.setenv("TILED_SM90_N192", "1")
     a, b = make_operands(2048, 2048, 136, torch.float32, "cuda", "NT")
@@ -879,25 +876,16 @@ def test_n192_tiles_tf32(tf32, monkeypatch):
 def test_narrow_tiles(monkeypatch, dtype, layout):
     # 8-stage ring wraps (K = 1032: 17 k-blocks), ragged M/N/K, batches, bias,
     # several tiles per CTA when the 128x64 tiles outnumber the SMs.
-    for M, N, K, batch in [(256, 512, 1032, None), (300, 200, 136, None), (1024, 1024, 1000, None),
-                           (136, 264, 520, 3), (640, 1000, 72, None)]:
-        if layout[0] == "T" and M % 8:
-            continue
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        assert kernel_name(a, b) == variant_name(dtype, "128x64", layout), (M, N, K, batch)
-        check(a, b, dtype, bias=(M % 2 == 0))
-        if batch is None:
-            exact_check(M, N, K, dtype, layout)
+    check_config_shapes([(256, 512, 1032, None), (300, 200, 136, None), (1024, 1024, 1000, None),
+                         (136, 264, 520, 3), (640, 1000, 72, None)], dtype, layout, "128x64")
     monkeypatch.setenv("TILED_SM90_NARROW", "0")
     a, b = make_operands(256, 512, 256, dtype, "cuda", layout)
     assert kernel_name(a, b) == variant_name(dtype, "128x128", layout)
 
 
 def test_narrow_tiles_tf32(tf32):
-    for M, N, K in [(256, 512, 960), (300, 200, 136), (1024, 1024, 512)]:
-        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
-        assert kernel_name(a, b) == variant_name(torch.float32, "128x64", "NT"), (M, N, K)
-        check(a, b, torch.float32, tol=TF32_TOL)
+    check_config_shapes([(256, 512, 960, None), (300, 200, 136, None), (1024, 1024, 512, None)], torch.float32,
+                        "NT", "128x64", exact=False)
     exact_check(256, 512, 256, torch.float32, "NT")
 
 
