@@ -679,7 +679,7 @@ def test_smallm_deterministic(smallm, dtype):
 
 # ------------------------------------------------------------------ epilogues: TMA, vector, checked stores
 # A C whose rows are 16-byte aligned is stored by TMA from shared memory
-# (edges clipped by TMA).  Otherwise interior
+# (every tile but 128x192's; edges clipped by TMA).  Otherwise interior
 # tiles with 4-column-aligned C store 4 consecutive columns per lane after a
 # lane-pair exchange; edge tiles keep the checked stores.
 # TILED_SM90_TMA_EPILOGUE=0 turns TMA off, TILED_SM90_VEC_EPILOGUE=0 forces
@@ -698,7 +698,7 @@ VEC_CASES = [  # (M, N, K, batch, env)
     (200, 1002, 72, None, {}),  # N % 4 == 2: shared-memory stores against checked ones
     (256, 516, 200, None, {}),  # N % 8 == 4: bf16 rows not 16-byte aligned, no TMA
     (1000, 1032, 1000, None, {"TILED_SM90_STREAMK": "1"}),  # stream-K owners store by TMA
-    (1536, 1536, 136, None, {}),  # 128x192
+    (1536, 1536, 136, None, {}),  # 128x192: register stores
 ]
 
 
@@ -838,7 +838,7 @@ def test_narrow_splitk_tf32_and_bits(tf32):
 
 # ------------------------------------------------------------------ 128x192 tiles (a badly filled last wave)
 
-# (M, N, K, batch), each picked as 128x192 by default: the 4-stage ring wraps
+# (M, N, K, batch), each picked as 128x192 by default: the 5-stage ring wraps
 # (K = 1032: 17 k-blocks), N not a multiple of 192 (a ragged last tile
 # column; 4096 leaves one 64 wide), ragged M and K, a batch.
 N192_SHAPES = [(1536, 1536, 1032, None), (640, 4096, 136, None), (768, 1000, 520, 3), (1500, 1530, 200, None)]

@@ -77,10 +77,9 @@ inline bool tma_stride_ok(int64_t stride_elems, int es) {
 constexpr int tile_bn(Tile t) {
   return t == Tile::k128x256 ? 256 : t == Tile::k128x192 ? 192 : t == Tile::k128x128 ? 128 : 64;
 }
-// Rings of 160-192 KB: 4 x 48 KB, 4 x 40 KB, 6 x 32 KB, 8 x 24 KB (128x192
-// would fit a fifth stage only without the TMA-store epilogue's 32 KB).
+// Rings of 192-200 KB: 4 x 48 KB, 5 x 40 KB, 6 x 32 KB, 8 x 24 KB.
 constexpr int tile_stages(Tile t) {
-  return t == Tile::k128x256 ? 4 : t == Tile::k128x192 ? 4 : t == Tile::k128x128 ? 6 : 8;
+  return t == Tile::k128x256 ? 4 : t == Tile::k128x192 ? 5 : t == Tile::k128x128 ? 6 : 8;
 }
 // Epilogue scratch, after the ring and a 1 KB block of mbarriers (so it is
 // 1 KB aligned, as the 128-byte swizzle of a TMA box needs):
@@ -90,11 +89,12 @@ constexpr int tile_stages(Tile t) {
 // * a C whose rows are not 4-column aligned: each of the 8 consumer warps
 //   passes 16 rows x 32 columns through it (rows padded to 40 elements
 //   against bank conflicts, sized for fp32 output).
+// 128x192 tiles (5-stage ring) leave room only for the second use.
 constexpr int kEpiPitch = 40;
 constexpr int kEpiRowsBytes = 8 * 16 * kEpiPitch * 4;  // 20 KB
 constexpr int kCBoxBytes = 64 * 128;                   // one TMA box of C
 constexpr int kEpiTmaBytes = 2 * 2 * kCBoxBytes;       // 32 KB
-constexpr bool tile_tma_epilogue(Tile) { return true; }
+constexpr bool tile_tma_epilogue(Tile t) { return t != Tile::k128x192; }
 constexpr int epilogue_scratch_bytes(Tile t) { return tile_tma_epilogue(t) ? kEpiTmaBytes : kEpiRowsBytes; }
 // Every k-block is 128 bytes of K for both operands, whatever the dtype, so
 // a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack, the
