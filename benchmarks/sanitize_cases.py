@@ -7,12 +7,9 @@ import os
 import torch
 
 import torch_tiled_gemm  # noqa: F401
+from torch_tiled_gemm.bench import _layout as layouts, rel_err
 
 SHAPES = [(1, 1, 1), (7, 13, 5), (65, 129, 63), (129, 257, 72), (200, 300, 136)]
-
-
-def layouts(t, ch):
-    return t if ch == "N" else t.t().contiguous().t()
 
 
 def bad_result(a, b, bias=None, name_prefix=""):
@@ -21,7 +18,7 @@ def bad_result(a, b, bias=None, name_prefix=""):
     name = torch.ops.tiled.gemm_kernel_name(a, b)
     out = torch.ops.tiled.gemm(a, b, bias)
     ref = a.double() @ b.double() + (bias.double() if bias is not None else 0)
-    err = ((out.double() - ref).norm() / ref.norm()).item()
+    err = rel_err(out, ref)
     if err < 2e-2 and name.startswith(name_prefix):
         return False
     print(f"BAD {a.dtype} {tuple(a.shape)} x {tuple(b.shape)} {name}: rel err {err:.2e}")

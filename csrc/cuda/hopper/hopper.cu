@@ -117,10 +117,12 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // forces 128x192 for every cooperative whole-tile schedule (clusters
   // dropped), =0 never.
   const int64_t waves192 = ceil_div(tm * ceil_div(p.N, 192) * p.batch, sms);
+  const char* skv = setting("TILED_SM90_STREAMK");  // stream-K switch (below)
+  const bool streamk_forced_on = skv && std::strcmp(skv, "1") == 0;
   const char* n192 = setting("TILED_SM90_N192");
   const bool want192 = n192 ? std::strcmp(n192, "1") == 0
                             : c.tile == Tile::k128x256 && c.cluster == 1 && waves192 * 135 < waves256 * 171 &&
-                                  !setting_is("TILED_SM90_STREAMK", "1");
+                                  !streamk_forced_on;
   if (want192 && !c.pingpong) {
     c.tile = Tile::k128x192;
     c.cluster = 1;
@@ -183,8 +185,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // same time, so the CTAs no longer share A and B k-slices in L2 as a wave
   // of whole tiles does, and each piece moves a 32-128 KB fp32 partial
   // (docs/hopper.md).
-  const char* skv = setting("TILED_SM90_STREAMK");
-  const bool want_sk = skv ? std::strcmp(skv, "1") == 0 : (tiles128 * 4 <= sms && k_blocks >= 128);
+  const bool want_sk = skv ? streamk_forced_on : (tiles128 * 4 <= sms && k_blocks >= 128);
   // 128x64 tiles that still fill at most half the SMs (e.g. 128x4096x4096:
   // 64 tiles on 132 SMs, each streaming a 64-wide band of B through all of
   // K): K split over 2-CTA clusters, 128 CTAs, when stream-K does not take
