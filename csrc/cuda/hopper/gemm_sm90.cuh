@@ -467,6 +467,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     };
 
     // ------------------------------------------------------------ epilogue
+    // TMA-store boxes this warpgroup has filled (all tiles): box i uses
+    // buffer i % 2, so a buffer is refilled only after the box stored from
+    // it before (two boxes ago, whatever the boxes per tile) has been read.
+    int epi_boxes = 0;
     // Accumulator fragment of m64nNk*: thread (warp w, lane l) holds, for
     // each 8-column group j, rows 16w + l/4 (+8) and columns 8j + 2(l%4) (+1):
     //   acc[4j + 0..1] -> row r, cols c, c+1;  acc[4j + 2..3] -> row r+8.
@@ -492,7 +496,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             const int row0 = tile_m * kBM + (Cfg::kPingPong ? m : cw) * 64;
 #pragma unroll
             for (int bx = 0; bx < kBoxes; ++bx) {
-              const uint32_t buf = epi_smem + (2 * cw + ((m * kBoxes + bx) & 1)) * kCBoxBytes;
+              const uint32_t buf = epi_smem + (2 * cw + (epi_boxes++ & 1)) * kCBoxBytes;
               if (wg_thread == 0) bulk_wait_group_read<1>();
               named_barrier_sync(bar, 128);
 #pragma unroll
