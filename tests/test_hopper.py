@@ -104,8 +104,20 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     return tile + "streamk" if sk * kb >= sms else tile
 
 
-def expected_name(dtype, M, N, layout, batch=1, K=0):
-    return f"sm90_{TAG[dtype]}_{expected_tile(M, N, batch, dtype, K)}_{layout.lower()}"
+def tile_problem(dtype, M, N, layout):
+    """The (M, N) the tiles are chosen for: tf32 NN runs as C^T = B^T A^T."""
+    return (N, M) if dtype == torch.float32 and layout == "NN" else (M, N)
+
+
+def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None):
+    """The config that runs (after any staging copy).  tf32 NN / TT run a
+    register-A kernel unless their tiles split K or the MN-major operand's
+    leading dimension is not 16-byte aligned: then an NT copy runs."""
+    tile = expected_tile(*tile_problem(dtype, M, N, layout), batch, dtype, K, streamk)
+    if dtype == torch.float32 and layout != "NT" and (
+            "sk" in tile or (layout == "TT" and M % 4) or (layout == "NN" and N % 4)):
+        return expected_name(dtype, M, N, "NT", batch, K, streamk)
+    return f"sm90_{TAG[dtype]}_{tile}_{layout.lower()}"
 
 
 # Shapes that select each tile config (on a 132-SM H100/H200).
@@ -159,11 +171,18 @@ def test_a_exact_each_tile_config(dtype, layout):
         exact_check(M, N, K, dtype, layout)
 
 
-def test_a_exact_tf32(tf32):
+# tf32: NT reads both operands from shared memory; TT reads its M-major A
+# into registers; NN runs as C^T = B^T A^T (B^T is the register A) and
+# stores its tiles transposed.  TN (both MN-major) is staged.
+TF32_LAYOUTS = ["NT", "NN", "TT"]
+
+
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_a_exact_tf32(tf32, layout):
     for M, N, K in (NARROW, SMALL, LARGE):
-        a, b = make_operands(M, N, 8, torch.float32, "cuda", "NT")
-        assert kernel_name(a, b) == expected_name(torch.float32, M, N, "NT")
-        exact_check(M, N, K, torch.float32, "NT")
+        a, b = make_operands(M, N, 8, torch.float32, "cuda", layout)
+        assert kernel_name(a, b) == expected_name(torch.float32, M, N, layout)
+        exact_check(M, N, K, torch.float32, layout)
 
 
 # ------------------------------------------------------------------ every config, random data
@@ -187,17 +206,57 @@ def test_every_config_random(dtype, layout):
         check(a, b, dtype, name=expected_name(dtype, M, N, layout, K=K))
 
 
-def test_tf32_configs(tf32):
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_tf32_configs(tf32, layout):
     for M, N, K in [(NARROW[0], NARROW[1], 1000), (SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
-        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
-        check(a, b, torch.float32, tol=TF32_TOL, name=expected_name(torch.float32, M, N, "NT", K=K))
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
+        name = expected_name(torch.float32, M, N, layout, K=K)
+        check(a, b, torch.float32, tol=TF32_TOL, name=name)
+        if name.endswith(layout.lower()):
+            assert torch.ops.tiled.gemm_kernel_name(a, b) == name  # not staged
 
 
-@pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
-def test_tf32_mn_major_is_staged(tf32, layout):
-    # wgmma reads tf32 only K-major: these layouts run on K-major copies.
-    a, b = make_operands(300, 264, 200, torch.float32, "cuda", layout)
+def test_tf32_tn_is_staged(tf32):
+    # Both operands MN-major: one is copied K-major, the other read as is.
+    a, b = make_operands(300, 264, 200, torch.float32, "cuda", "TN")
     assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_"), torch.ops.tiled.gemm_kernel_name(a, b)
+    check(a, b, torch.float32, tol=TF32_TOL)
+
+
+# (M, N, K, batch): each variant the register-A kernels take by default, in
+# both orientations: 128x64, 128x128, 128x256, 128x192 (ring wraps, ragged
+# edges), stream-K over 128x64 tiles (64 pieces), a batch, ragged M/N/K.
+TF32_REGISTER_A_SHAPES = [(256, 512, 960, None), (1024, 1280, 520, None), (2048, 2048, 136, None),
+                          (1536, 1536, 1032, None), (1500, 1532, 200, None), (512, 1024, 4096, None),
+                          (136, 264, 520, 3), (300, 200, 136, None), (1000, 1000, 1000, None)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_tf32_register_a(tf32, layout):
+    seen = set()
+    for M, N, K, batch in TF32_REGISTER_A_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
+        tile = expected_tile(*tile_problem(torch.float32, M, N, layout), batch or 1, torch.float32, K)
+        assert "sk" not in tile, (M, N, K)
+        seen.add(tile)
+        assert torch.ops.tiled.gemm_kernel_name(a, b) == variant_name(torch.float32, tile, layout), (M, N, K, batch)
+        check(a, b, torch.float32, bias=(M % 2 == 0), tol=TF32_TOL)
+        if batch is None:
+            exact_check(M, N, K, torch.float32, layout, bias=(M % 2 == 1))
+    assert seen == {"128x64", "128x128", "128x256", "128x192", "128x64streamk"}, seen
+
+
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_tf32_register_a_not_split(tf32, layout, monkeypatch):
+    # Split-K and ping-pong have no register-A kernels: those problems run
+    # on a K-major copy (NT).
+    a, b = make_operands(256, 256, 8192, torch.float32, "cuda", layout)  # split-K over 8-CTA clusters
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x128sk8", "NT")
+    check(a, b, torch.float32, tol=TF32_TOL)
+    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
+    a, b = make_operands(1024, 1280, 520, torch.float32, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x128pp", "NT")
     check(a, b, torch.float32, tol=TF32_TOL)
 
 
@@ -241,11 +300,14 @@ def test_edges_padded_views(dtype, layout):
         check(a, b, dtype, bias=(M % 2 == 1))
 
 
-def test_edges_tf32(tf32):
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_edges_tf32(tf32, layout):
     for M, N, K in EDGE_SHAPES:
-        a = padded(M, K, torch.float32, "N", pad=4)
-        b = padded(K, N, torch.float32, "T", pad=4)
+        a = padded(M, K, torch.float32, layout[0], pad=4)
+        b = padded(K, N, torch.float32, layout[1], pad=4)
         assert kernel_name(a, b).startswith("sm90_tf32"), (M, N, K)
+        if min(M, N, K) > 1:  # a dim of 1: its operand's layout may be normalised
+            assert torch.ops.tiled.gemm_kernel_name(a, b).endswith("_" + layout.lower()), (M, N, K)
         check(a, b, torch.float32, tol=TF32_TOL)
 
 
@@ -283,10 +345,16 @@ def test_batched_broadcast(dtype):
     check(a3, b2, dtype)  # 3-D x 2-D with column-major A: not folded into M
 
 
-def test_batched_tf32(tf32):
-    a, b = make_operands(136, 200, 72, torch.float32, "cuda", "NT", batch=3)
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_batched_tf32(tf32, layout):
+    B, M, N, K = 3, 136, 200, 72
+    a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=B)
     assert kernel_name(a, b).startswith("sm90_tf32")
     check(a, b, torch.float32, tol=TF32_TOL)
+    # a batch stride of 0 on either side
+    a2, b2 = make_operands(M, N, K, torch.float32, "cuda", layout)
+    check(a2.expand(B, M, K), b, torch.float32, tol=TF32_TOL)
+    check(a, b2.expand(B, K, N), torch.float32, tol=TF32_TOL)
 
 
 # ------------------------------------------------------------------ large, determinism
@@ -947,11 +1015,12 @@ def test_streamk_random(streamk, dtype, layout):
         check(a, b, dtype, bias=(M % 2 == 0))
 
 
-def test_streamk_tf32(streamk, tf32):
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_streamk_tf32(streamk, tf32, layout):
     for M, N, K, batch in STREAMK_SHAPES:
-        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
-        want = expected_streamk_tile(M, N, K, batch or 1, torch.float32)
-        assert kernel_name(a, b) == variant_name(torch.float32, want, "NT"), (M, N, K, batch)
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
+        want = expected_name(torch.float32, M, N, layout, batch or 1, K, streamk=True)
+        assert kernel_name(a, b) == want, (M, N, K, batch)
         check(a, b, torch.float32, tol=TF32_TOL)
 
 

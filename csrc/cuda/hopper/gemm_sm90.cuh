@@ -25,9 +25,12 @@
 // CU_TENSOR_MAP_SWIZZLE_128B and as the wgmma descriptors read them):
 //   K-major operand (A row-major, or B column-major): [rows][128 bytes of K],
 //       one TMA box per stage (rows <= 256).
-//   MN-major operand (A column-major, or B row-major; 16-bit types only):
+//   MN-major operand (A column-major, or B row-major):
 //       [rows/64 chunks][kBK rows of K][128 bytes = 64 elements of M or N],
-//       one TMA box per 64-wide chunk.
+//       one TMA box per 64-wide chunk (16-bit types); for tf32 (A only),
+//       [rows/32 chunks][32 rows of K][128 bytes = 32 elements of M], which
+//       the consumers read into registers (wgmma takes tf32 only K-major
+//       from shared memory, but any A from registers).
 // kBK is always 128 bytes of K (64 bf16/f16, 32 tf32), so every tile row is
 // exactly one swizzle row and every wgmma consumes 32 bytes of K.
 //
@@ -67,6 +70,11 @@ struct KernelArgs {
   int c_quads_aligned;       // 1: every 4-column group (4i .. 4i+3) may be stored as one vector
   int c_via_smem;            // 1: stores go row by row through shared memory (C not 4-column aligned)
   int c_tma;                 // 1: tiles are stored by TMA from shared memory (tmap_c)
+  // 1 (Cfg::kARegs only): the kernel computes C^T = B^T A^T of the caller's
+  // problem (tf32 with a row-major B, whose B^T is this kernel's column-major
+  // A): element (m, n) of this problem goes to c[n * c_row_stride + m], and
+  // bias[m] is added.  Stores are the checked ones.
+  int c_trans;
   int group_m;               // grouped raster: tile rows per group (>= 1)
   // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
   // wholly at or past M does no math (it still waits on and releases every
@@ -115,6 +123,11 @@ struct Sm90Config {
   static constexpr int kBN = kBN_;
   static constexpr bool kAMN = kAMN_;  // A is M-major (column-major A, "T")
   static constexpr bool kBMN = kBMN_;  // B is N-major (row-major B, "N")
+  // tf32 with an M-major A: each consumer thread loads its A fragments from
+  // shared memory into registers (wgmma's register-A form), B stays K-major.
+  static constexpr bool kARegs = kAMN && sizeof(T) == 4;
+  // Elements of M or N per 128-byte row of an MN-major chunk (one TMA box).
+  static constexpr int kMNBox = 128 / static_cast<int>(sizeof(T));
   // CTAs per cluster along M.  2: the pair computes tiles (2p, n) and
   // (2p + 1, n), which share B; each CTA loads half of that B tile and
   // multicasts it to both.
@@ -164,8 +177,10 @@ struct Sm90Config {
   static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpiRowsBytes && kEpiRowsBytes <= epilogue_scratch_bytes(kTile),
                 "epilogue scratch: 8 warps x 16 rows");
   static_assert(kSmemBytes == tile_smem_bytes(kTile), "host and kernel agree on shared memory");
-  // 16-bit types only for MN-major (wgmma has no transpose for tf32).
-  static_assert(!(kAMN || kBMN) || kElemBytes == 2, "MN-major operands need a 16-bit type");
+  // wgmma has no transpose for tf32: an M-major tf32 A goes through
+  // registers (cooperative configs only); an N-major B needs a 16-bit type.
+  static_assert(!kBMN || kElemBytes == 2, "an N-major B needs a 16-bit type");
+  static_assert(!kARegs || (kCluster == 1 && !kPingPong && !kSplitK), "register A: cooperative, no cluster or split");
   static_assert(kBN == 64 || kBN == 128 || kBN == 192 || kBN == 256, "instantiated wgmma N sizes");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -352,7 +367,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             tma_load_3d(sa, &tmap_a, full, k0, m0, ab);
           } else {
 #pragma unroll
-            for (int i = 0; i < kBM / 64; ++i) tma_load_3d(sa + i * kChunkBytes, &tmap_a, full, m0 + 64 * i, k0, ab);
+            for (int i = 0; i < kBM / Cfg::kMNBox; ++i)
+              tma_load_3d(sa + i * (kBK * 128), &tmap_a, full, m0 + Cfg::kMNBox * i, k0, ab);
           }
           if constexpr (Cfg::kCluster == 1) {
             if constexpr (!Cfg::kBMN) {
@@ -406,7 +422,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     constexpr uint32_t kBLbo = Cfg::kBMN ? kChunkBytes : 16;
     constexpr uint32_t kAStep = Cfg::kAMN ? 16 * 128 : 32;
     constexpr uint32_t kBStep = Cfg::kBMN ? 16 * 128 : 32;
-    static_assert(!Cfg::kAMN || kBK == 64, "MN-major chunk is 64 K-rows");
+    static_assert(!Cfg::kAMN || Cfg::kARegs || kBK == 64, "MN-major chunk is 64 K-rows");
 
     int stage = 0;
     uint32_t phase = 0;
@@ -426,38 +442,88 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // stage, issues its wgmmas, keeps one k-block's group in flight and hands
     // the stage before it back to the producer.  Returns the last stage used
     // (released by finish_mainloop once its wgmmas are done).
+    // Register A (tf32, M-major A): this thread's four A elements of a k8
+    // step (ptx.cuh's WgmmaRegsTf32: rows 16 warp + g (+8), columns t (+4),
+    // g = lane / 4, t = lane % 4) in the warpgroup's 64-row slab, which is
+    // two 4 KB chunks of 32 rows of M x 32 rows of K, 128B-swizzled: element
+    // (m, k) sits at (m / 32) * 4 KB + k * 128 + (((m % 32) / 4 ^ k % 8) * 16)
+    // + (m % 4) * 4.  Offsets of a[0..3] for k step 0; step ks adds ks * 1 KB.
+    // (A 32-bit load of a warp hits 16 chunks over 8 positions: 2-way
+    // bank conflicts, 2 wavefronts.)
+    uint32_t a_frag_off[4] = {0, 0, 0, 0};
+    if constexpr (Cfg::kARegs) {
+      const uint32_t g = lane / 4, t = lane % 4;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t hi = i & 1, kh = i >> 1;  // row + 8, column + 4
+        const uint32_t k = t + 4 * kh;
+        const uint32_t chunk = 4 * (warp & 1) + 2 * hi + g / 4;
+        a_frag_off[i] = (warp >> 1) * 4096 + k * 128 + ((chunk ^ k) << 4) + (g % 4) * 4;
+      }
+    }
     auto mainloop = [&](int kb_from, int kb_to) {
       int prev_stage = 0;
-      for (int kb = kb_from; kb < kb_to; ++kb) {
-        mbar_wait(full_bar + 8 * stage, phase);
-        // 64 rows of A per wgmma: the s-th 64-row slab (K-major) or the s-th
-        // 64-wide M chunk (MN-major), both s * 8 KB into the stage, with
-        // s = cw (cooperative) or each of 0, 1 (ping-pong).
-        const uint32_t sa0 = ring + stage * Cfg::kStageBytes + (Cfg::kPingPong ? 0 : cw * kChunkBytes);
-        const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
-        wgmma_fence();
+      if constexpr (Cfg::kARegs) {
+        // One commit group per k8 step, at most two in flight: the wait after
+        // issuing step s retires step s - 1, which frees its fragment
+        // registers (step s + 1 reuses them) and, at s = 0 of a k-block,
+        // the previous k-block's stage.
+        uint32_t frag[2][4];
+        for (int kb = kb_from; kb < kb_to; ++kb) {
+          mbar_wait(full_bar + 8 * stage, phase);
+          const uint32_t sa = ring + stage * Cfg::kStageBytes + cw * kChunkBytes;
+          const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
 #pragma unroll
-        for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
-          const uint64_t db = make_smem_desc_sw128(sb + ks * kBStep, kBLbo, 1024);
+          for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
+            uint32_t(&f)[4] = frag[ks & 1];
 #pragma unroll
-          for (int m = 0; m < kSubM; ++m) {
-            const uint64_t da = make_smem_desc_sw128(sa0 + m * kChunkBytes + ks * kAStep, kALbo, 1024);
-            Wgmma<T, kBN>::template run<Cfg::kAMN ? 1 : 0, Cfg::kBMN ? 1 : 0>(acc[m], da, db,
-                                                                              (kb > kb_from || ks > 0) ? 1 : 0);
+            for (int i = 0; i < 4; ++i) f[i] = ld_shared_b32(sa + a_frag_off[i] + ks * 1024);
+            wgmma_fence();
+            WgmmaRegsTf32<kBN>::run(acc[0], f, make_smem_desc_sw128(sb + ks * 32, 16, 1024),
+                                    (kb > kb_from || ks > 0) ? 1 : 0);
+            wgmma_commit_group();
+            wgmma_wait_group<1>();
+            if (ks == 0 && kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+          }
+          prev_stage = stage;
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
           }
         }
-        wgmma_commit_group();
-        // Keep this k-block's group in flight; the previous one is done, so
-        // its stage can go back to the producer.
-        wgmma_wait_group<1>();
-        if (kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
-        prev_stage = stage;
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
+        return prev_stage;
+      } else {
+        for (int kb = kb_from; kb < kb_to; ++kb) {
+          mbar_wait(full_bar + 8 * stage, phase);
+          // 64 rows of A per wgmma: the s-th 64-row slab (K-major) or the s-th
+          // 64-wide M chunk (MN-major), both s * 8 KB into the stage, with
+          // s = cw (cooperative) or each of 0, 1 (ping-pong).
+          const uint32_t sa0 = ring + stage * Cfg::kStageBytes + (Cfg::kPingPong ? 0 : cw * kChunkBytes);
+          const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
+            const uint64_t db = make_smem_desc_sw128(sb + ks * kBStep, kBLbo, 1024);
+#pragma unroll
+            for (int m = 0; m < kSubM; ++m) {
+              const uint64_t da = make_smem_desc_sw128(sa0 + m * kChunkBytes + ks * kAStep, kALbo, 1024);
+              Wgmma<T, kBN>::template run<Cfg::kAMN ? 1 : 0, Cfg::kBMN ? 1 : 0>(acc[m], da, db,
+                                                                                (kb > kb_from || ks > 0) ? 1 : 0);
+            }
+          }
+          wgmma_commit_group();
+          // Keep this k-block's group in flight; the previous one is done, so
+          // its stage can go back to the producer.
+          wgmma_wait_group<1>();
+          if (kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+          prev_stage = stage;
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
         }
+        return prev_stage;
       }
-      return prev_stage;
     };
     auto finish_mainloop = [&](int prev_stage, bool idle) {
       wgmma_wait_group<0>();
@@ -478,6 +544,31 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const int col_base = tc.tn * kBN + 2 * (lane % 4);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
+      if constexpr (Cfg::kARegs) {
+        if (args.c_trans) {
+          // C^T: this thread's rows are columns of the caller's C (and index
+          // the bias), its columns are C's rows.  For one register the 8
+          // lanes of a column group write 8 consecutive elements of a C row
+          // (one 32-byte sector), 4 rows per warp store.
+          const int64_t row_base = static_cast<int64_t>(tile_m) * kBM + cw * 64 + warp * 16 + lane / 4;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int64_t r = row_base + 8 * h;
+            if (r >= args.M) continue;
+            const float bv = bias ? OutCast<T>::load(bias + r) : 0.f;
+            T* const out = c + r;
+#pragma unroll
+            for (int j = 0; j < kBN / 8; ++j) {
+              const int col = col_base + 8 * j;
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                if (col + e < args.N)
+                  OutCast<T>::store1(out + static_cast<int64_t>(col + e) * args.c_row_stride, acc[0][4 * j + 2 * h + e] + bv);
+            }
+          }
+          return;
+        }
+      }
       // TMA store: each consumer warpgroup writes its 64-row slab box by box
       // (64 rows x 128 bytes of C) into one of its two shared-memory buffers
       // in the 128B-swizzled layout (conflict-free: the 8 rows a warp store
@@ -897,7 +988,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     sa.box_inner = Cfg::kBK, sa.box_outer = Cfg::kBM;
   } else {  // [K][M], M contiguous
     sa.inner = p.M, sa.outer = p.K, sa.outer_stride = p.a.col_stride;
-    sa.box_inner = 64, sa.box_outer = Cfg::kBK;
+    sa.box_inner = Cfg::kMNBox, sa.box_outer = Cfg::kBK;
   }
   OperandMapSpec sb{};
   sb.dtype = tma_dtype<T>();
@@ -944,11 +1035,13 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // 4-column aligned goes through shared memory (TILED_SM90_SMEM_EPILOGUE=0:
   // the checked stores instead).
   const bool checked_only = setting_is("TILED_SM90_VEC_EPILOGUE", "0");
-  args.c_quads_aligned = c_groups_aligned(4) && !checked_only;
+  args.c_quads_aligned = c_groups_aligned(4) && !checked_only && !c.c_trans;
   // TMA stores where C allows them (16-byte aligned base and strides;
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
+  args.c_trans = c.c_trans ? 1 : 0;
+  if (c.c_trans && !Cfg::kARegs) return "sm90: a transposed C needs the register-A kernel";
   CUtensorMap map_c{};
-  if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
+  if (Cfg::kTmaEpilogue && !checked_only && !c.c_trans && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
       pointer_alignment(p.c) >= 16 && tma_stride_ok(p.c_row_stride, es) &&
       (p.batch <= 1 || tma_stride_ok(p.c_batch_stride, es))) {
     OperandMapSpec sc{};
@@ -961,7 +1054,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     sc.box_inner = 128 / es, sc.box_outer = 64;
     args.c_tma = encode_operand_map(&map_c, sc) == nullptr ? 1 : 0;  // else the register stores
   }
-  args.c_via_smem = !c_groups_aligned(4) && !checked_only && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
+  args.c_via_smem = !c_groups_aligned(4) && !checked_only && !c.c_trans && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;
   args.c = p.c;
@@ -1042,7 +1135,14 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     TILED_SM90_LAYOUTS(128, 1, false)
 #undef TILED_SM90_LAYOUTS
   } else {
-    if (c.a_mn || c.b_mn) return "sm90: tf32 takes K-major operands only";
+    if (c.b_mn) return "sm90: tf32 takes a K-major B only";
+    if (c.a_mn) {  // A from registers: cooperative whole tiles (stream-K included)
+      if (c.pingpong || c.split_k > 1 || c.cluster > 1) return "sm90: tf32 with an M-major A: cooperative tiles only";
+      if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, true, false>>(p, dev, stream, c, workspace);
+      if (c.tile == Tile::k128x192) return launch_sm90<Sm90Config<T, 192, true, false>>(p, dev, stream, c, workspace);
+      if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, true, false>>(p, dev, stream, c, workspace);
+      return launch_sm90<Sm90Config<T, 128, true, false>>(p, dev, stream, c, workspace);
+    }
     if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c, workspace);
     if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c, workspace);
     if (c.split_k > 1 && c.tile == Tile::k128x64)

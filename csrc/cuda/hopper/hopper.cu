@@ -38,6 +38,26 @@ using sm90::tma_stride_ok;
   return true;
 }
 
+// tf32 reads B only K-major (wgmma has no tf32 transpose; only A can come
+// from registers).  A row-major B (with a row-major A: the NN of x @ W and of
+// nn.Linear's input gradient) is run as C^T = B^T A^T, whose A = B^T is
+// M-major (read through registers) and whose B = A^T is K-major; the kernel
+// writes C^T's tiles transposed into C (Choice::c_trans).  A column-major A
+// with a row-major B (TN) fits neither way: dispatch stages one operand.
+[[maybe_unused]] bool tf32_swapped(const GemmProblem& p) {
+  return p.dtype == DType::f32 && p.a.row_major() && p.b.row_major();
+}
+[[maybe_unused]] GemmProblem swap_operands(const GemmProblem& p) {
+  GemmProblem q = p;
+  q.M = p.N;
+  q.N = p.M;
+  q.a = Operand{p.b.ptr, p.b.batch_stride, p.b.col_stride, p.b.row_stride};  // B^T: [N, K]
+  q.b = Operand{p.a.ptr, p.a.batch_stride, p.a.col_stride, p.a.row_stride};  // A^T: [K, M]
+  return q;
+}
+// The problem the kernel runs: p, or p swapped as above.
+[[maybe_unused]] GemmProblem launched_problem(const GemmProblem& p) { return tf32_swapped(p) ? swap_operands(p) : p; }
+
 // Tile choice: estimated time ~ waves * work per tile, with a 128x128 tile
 // doing half the work of a 128x256 one at ~90% of its efficiency.  Prefer
 // 128x256 unless the smaller tile fills the machine in fewer weighted waves.
@@ -211,12 +231,13 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   return c;
 }
 
-bool can_run_impl(const GemmProblem& p, const DeviceInfo& dev) {
+bool can_run_impl(const GemmProblem& caller, const DeviceInfo& dev) {
 #if !defined(TILED_WITH_SM90A)
-  (void)p;
+  (void)caller;
   (void)dev;
   return false;
 #else
+  const GemmProblem p = launched_problem(caller);
   if (dev.sm_major != 9 || dev.sm_minor != 0 || dev.num_sms <= 0) return false;
   int es = 0;
   switch (p.dtype) {
@@ -224,9 +245,11 @@ bool can_run_impl(const GemmProblem& p, const DeviceInfo& dev) {
     case DType::f16: es = 2; break;
     case DType::f32:
       if (!p.allow_tf32) return false;
-      // wgmma reads tf32 only K-major from shared memory: A row-major and
-      // B column-major.  Other fp32 layouts go to the SIMT kernels.
-      if (!p.a.row_major() || p.b.row_major()) return false;
+      // wgmma reads tf32 only K-major from shared memory: B column-major (a
+      // row-major B was swapped above); a column-major A is read into
+      // registers by cooperative whole-tile configs only.  Other fp32
+      // layouts are staged or go to the SIMT kernels.
+      if (p.b.row_major()) return false;
       es = 4;
       break;
     default: return false;
@@ -237,6 +260,11 @@ bool can_run_impl(const GemmProblem& p, const DeviceInfo& dev) {
   if (!operand_ok(p.a, p.batch, es) || !operand_ok(p.b, p.batch, es)) return false;
   const Choice c = choose(p, dev);
   if (dev.max_smem_per_block_optin < static_cast<size_t>(sm90::tile_smem_bytes(c.tile))) return false;
+  // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
+  // switches it off (such problems are then staged K-major, as before it).
+  if (p.dtype == DType::f32 && c.a_mn &&
+      (c.pingpong || c.split_k > 1 || c.cluster > 1 || setting_is("TILED_SM90_TF32_REGISTER_A", "0")))
+    return false;
   return true;
 #endif
 }
@@ -247,7 +275,7 @@ bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev) { return can_ru
 
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   if (!can_run_impl(p, dev)) return nullptr;
-  const Choice c = choose(p, dev);
+  const Choice c = choose(launched_problem(p), dev);
   // "sm90_<dtype>_<variant>_<a><b>" with BLAS letters: a/b 'n' row-major,
   // 't' column-major.  Variants: 128x256, 128x192, 128x128, 128x64 (cooperative), 128x256c2
   // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
@@ -276,13 +304,14 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
                 : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
                 : c.tile == Tile::k128x192 ? 12
                                            : (sk ? 10 : 1);
-  const int l = (c.a_mn ? 2 : 0) + (c.b_mn ? 1 : 0);
+  // The caller's layout (a swapped tf32 problem runs its tiles over C^T).
+  const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);
   return names[(d * kNumVariants + v) * 4 + l].c_str();
 }
 
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
   if (!can_run_impl(p, dev)) return 0;
-  const Choice c = choose(p, dev);
+  const Choice c = choose(launched_problem(p), dev);
   return c.sk_tiles > 0 ? sm90::stream_k_workspace_bytes(dev.num_sms, tile_bn(c.tile)) : 0;
 }
 
@@ -295,11 +324,13 @@ const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   return "sm90: built without sm_90a (TILED_WITH_SM90A undefined)";
 #else
   if (!can_run_impl(p, dev)) return "sm90: problem not supported by the Hopper kernel";
-  const Choice c = choose(p, dev);
+  const GemmProblem q = launched_problem(p);
+  Choice c = choose(q, dev);
+  c.c_trans = tf32_swapped(p);
   switch (p.dtype) {
     case DType::bf16: return sm90::launch_bf16(p, dev, stream, c, workspace);
     case DType::f16: return sm90::launch_f16(p, dev, stream, c, workspace);
-    case DType::f32: return sm90::launch_tf32(p, dev, stream, c, workspace);
+    case DType::f32: return sm90::launch_tf32(q, dev, stream, c, workspace);
     default: return "sm90: unsupported dtype";
   }
 #endif

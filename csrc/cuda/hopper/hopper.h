@@ -49,6 +49,10 @@ struct Choice {
   // partial tiles go through a workspace (hopper_workspace_bytes) and are
   // summed in a fixed order.
   int64_t sk_tiles = 0;
+  // The launched problem is the caller's transposed (C^T = B^T A^T; tf32
+  // with a row-major B, see hopper.cu): the kernel stores C^T's (m, n) at
+  // the caller's C[n][m].
+  bool c_trans = false;
 };
 
 // Stream-K tiles for `tiles` output tiles of `k_blocks` k-blocks on a grid

@@ -164,6 +164,11 @@ __device__ __forceinline__ void st_shared_v2(uint32_t addr, float x, float y) {
 __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
+__device__ __forceinline__ uint32_t ld_shared_b32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
 // One arrival on the mbarrier at the same offset as `bar` in cluster CTA `rank`.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(
@@ -352,6 +357,36 @@ TILED_WGMMA_SPEC(float, 256, "m64n256k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 192, "m64n192k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 128, "m64n128k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 64, "m64n64k8.f32.tf32.tf32", "")
+
+// wgmma.mma_async with A from registers (tf32 only): D(f32) (+)= A * B(smem
+// desc, K-major).  The A fragment of m64nNk8 for thread (warp w, lane l) of
+// the warpgroup, g = l / 4, t = l % 4: a[0] = A[16w + g][t], a[1] =
+// A[16w + g + 8][t], a[2] = A[16w + g][t + 4], a[3] = A[16w + g + 8][t + 4]
+// (the same as mma.sync m16n8k8's per warp).  The registers are read
+// asynchronously: they must not be written until the wgmma has completed
+// (wgmma_wait_group), and a wgmma_fence must separate their writes from it.
+// Operands: D, the four A registers, B's descriptor, the accumulate flag
+// (predicate p) and the scale-d/scale-a immediates.
+#define TILED_WGMMA_RS(TYPES, REGS, ACC, PRED, TAIL)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " PRED ", 0;\n"                                         \
+               "wgmma.mma_async.sync.aligned." TYPES " {" REGS "}" TAIL ";\n}\n"                          \
+               : ACC                                                                                     \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc), "n"(1), "n"(1))
+template <int kN>
+struct WgmmaRegsTf32;
+#define TILED_WGMMA_RS_SPEC(N, R, PRED, TAIL)                                                           \
+  template <>                                                                                            \
+  struct WgmmaRegsTf32<N> {                                                                              \
+    __device__ __forceinline__ static void run(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, int acc) { \
+      TILED_WGMMA_RS("m64n" #N "k8.f32.tf32.tf32", TILED_WGMMA_REGS##R, TILED_WGMMA_ACC##R, PRED, TAIL);  \
+    }                                                                                                    \
+  };
+TILED_WGMMA_RS_SPEC(256, 128, "%133", ", {%128, %129, %130, %131}, %132, p, %134, %135")
+TILED_WGMMA_RS_SPEC(192, 96, "%101", ", {%96, %97, %98, %99}, %100, p, %102, %103")
+TILED_WGMMA_RS_SPEC(128, 64, "%69", ", {%64, %65, %66, %67}, %68, p, %70, %71")
+TILED_WGMMA_RS_SPEC(64, 32, "%37", ", {%32, %33, %34, %35}, %36, p, %38, %39")
+#undef TILED_WGMMA_RS_SPEC
+#undef TILED_WGMMA_RS
 
 #undef TILED_WGMMA_SPEC
 #undef TILED_WGMMA_N64
