@@ -770,18 +770,26 @@ VEC_CASES = [  # (M, N, K, batch, env)
 ]
 
 
+def outputs_under(monkeypatch, a, b, bias, dtype, *settings):
+    """gemm(a, b, bias) under each dict of settings in turn (on top of the
+    current environment), each output poisoned first."""
+    numel = a.shape[-2] * b.shape[-1] * (a.shape[0] if a.dim() == 3 else b.shape[0] if b.dim() == 3 else 1)
+    outs = []
+    for env in settings:
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            outs.append(run_poisoned(lambda: gemm(a, b, bias), numel, dtype, "cuda")[0])
+    return outs
+
+
 def vec_and_checked(monkeypatch, a, b, bias, dtype):
     """The output with the default epilogue (TMA stores where C's rows are
-    16-byte aligned), poisoned first, and the output with
-    TILED_SM90_VEC_EPILOGUE=0 (checked stores everywhere); also asserts that
-    TILED_SM90_TMA_EPILOGUE=0 (register vector stores) gives the same bits."""
-    numel = a.shape[-2] * b.shape[-1] * (a.shape[0] if a.dim() == 3 else 1)
-    vec, _ = run_poisoned(lambda: gemm(a, b, bias), numel, dtype, "cuda")
-    with monkeypatch.context() as m:
-        m.setenv("TILED_SM90_TMA_EPILOGUE", "0")
-        regs, _ = run_poisoned(lambda: gemm(a, b, bias), numel, dtype, "cuda")
-        m.setenv("TILED_SM90_VEC_EPILOGUE", "0")
-        checked = gemm(a, b, bias)
+    16-byte aligned) and the output with TILED_SM90_VEC_EPILOGUE=0 (checked
+    stores everywhere); also asserts that TILED_SM90_TMA_EPILOGUE=0
+    (register vector stores) gives the same bits."""
+    vec, regs, checked = outputs_under(monkeypatch, a, b, bias, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"},
+                                       {"TILED_SM90_VEC_EPILOGUE": "0"})
     assert torch.equal(vec, regs)
     return vec, checked
 
@@ -801,15 +809,19 @@ def test_vec_epilogue_matches_scalar(monkeypatch, dtype, layout):
             assert torch.equal(vec, scalar), (M, N, K, batch, env)
 
 
-def test_vec_epilogue_tf32(tf32, monkeypatch):
-    # fp32 output: 16-byte stores.
-    for M, N, K in [(256, 512, 96), (300, 1000, 136), (2048, 2048, 64)]:
-        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_vec_epilogue_tf32(tf32, monkeypatch, layout):
+    # fp32 output: 16-byte stores; NN: C^T's tiles transposed into TMA boxes
+    # or stored element by element (128x64, 128x256, ragged, a batch).
+    for M, N, K, batch in [(256, 512, 96, None), (300, 1000, 136, None), (2048, 2048, 64, None),
+                           (1000, 1000, 200, None), (136, 264, 520, 3)]:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
+        assert kernel_name(a, b).endswith("_" + layout.lower()), (M, N, K, kernel_name(a, b))
         bias = rand((N,), torch.float32, "cuda")
         vec, checked = vec_and_checked(monkeypatch, a, b, bias, torch.float32)
         assert_close_rel(vec, reference(a, b, bias), torch.float32, TF32_TOL)
         assert torch.equal(vec, checked), (M, N, K)
-    exact_check(2048, 2048, 256, torch.float32, "NT")
+    exact_check(2048, 2048, 256, torch.float32, layout)
 
 
 # ------------------------------------------------------------------ C not 4-column aligned
@@ -836,9 +848,7 @@ def smem_and_checked(monkeypatch, M, N, K, batch, env, dtype, layout, bias=True)
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         bias_t = rand((N,), dtype, "cuda") if bias else None
         assert "sm90_" in kernel_name(a, b), (M, N, K, kernel_name(a, b))
-        out, _ = run_poisoned(lambda: gemm(a, b, bias_t), M * N * (batch or 1), dtype, "cuda")
-        m.setenv("TILED_SM90_SMEM_EPILOGUE", "0")
-        checked = gemm(a, b, bias_t)
+        out, checked = outputs_under(m, a, b, bias_t, dtype, {}, {"TILED_SM90_SMEM_EPILOGUE": "0"})
     return out, checked, reference(a, b, bias_t)
 
 

@@ -231,6 +231,13 @@ __device__ __forceinline__ void store_pair_checked(T* out, float x, float y, boo
   }
 }
 
+// bias[col] and bias[col + 1] where they exist (0 at or past n, or without a bias).
+template <class T>
+__device__ __forceinline__ void load_bias_pair(const T* bias, int col, int n, float& b0, float& b1) {
+  b0 = bias && col < n ? OutCast<T>::load(bias + col) : 0.f;
+  b1 = bias && col + 1 < n ? OutCast<T>::load(bias + col + 1) : 0.f;
+}
+
 // Two output elements packed into 32-bit words (one word for 16-bit types,
 // two for fp32), for the interior epilogue's lane exchange and vector stores.
 template <class T>
@@ -535,7 +542,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // ------------------------------------------------------------ epilogue
     // TMA-store boxes this warpgroup has filled (all tiles): box i uses
     // buffer i % 2, so a buffer is refilled only after the box stored from
-    // it before (two boxes ago, whatever the boxes per tile) has been read.
+    // it before (two boxes ago) has been read.  With an even number of boxes
+    // per tile that is the box's index in its tile; with one (bf16/f16
+    // 128x64) a count carried over the tiles.
     int epi_boxes = 0;
     // Accumulator fragment of m64nNk*: thread (warp w, lane l) holds, for
     // each 8-column group j, rows 16w + l/4 (+8) and columns 8j + 2(l%4) (+1):
@@ -544,13 +553,64 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const int col_base = tc.tn * kBN + 2 * (lane % 4);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
+      // First row of the m-th 64-row slab this warpgroup stores.
+      auto slab_row = [&](int m) { return static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64; };
       if constexpr (Cfg::kARegs) {
         if (args.c_trans) {
           // C^T: this thread's rows are columns of the caller's C (and index
-          // the bias), its columns are C's rows.  For one register the 8
-          // lanes of a column group write 8 consecutive elements of a C row
-          // (one 32-byte sector), 4 rows per warp store.
-          const int64_t row_base = static_cast<int64_t>(tile_m) * kBM + cw * 64 + warp * 16 + lane / 4;
+          // the bias), its columns are C's rows.
+          if constexpr (Cfg::kTmaEpilogue) {
+            if (args.c_tma) {
+              // Through TMA (tmap_c in the caller's coordinates: 32 columns x
+              // 64 rows per box): per 64 of this tile's columns, the
+              // warpgroup's 64 rows make two boxes, warps 0-1 writing the
+              // first 32 (buffer 0), warps 2-3 the other 32 (buffer 1), each
+              // element transposed into the 128B-swizzled box (a warp store
+              // covers 4 box rows x 8 columns: 8 distinct 16-byte chunks, no
+              // bank conflict).  Both buffers are refilled only once TMA has
+              // read the previous pair.
+              const uint32_t bar = 5 + cw;
+              const int slab0 = static_cast<int>(slab_row(0));  // the caller's first column of this slab
+              const uint32_t buf = epi_smem + (2 * cw + (warp >> 1)) * kCBoxBytes;
+              float bv[2] = {0.f, 0.f};
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int col = slab0 + warp * 16 + lane / 4 + 8 * h;
+                if (bias && col < args.M) bv[h] = OutCast<T>::load(bias + col);
+              }
+#pragma unroll
+              for (int jc = 0; jc < kBN / 64; ++jc) {
+                if (wg_thread == 0) bulk_wait_group_read<0>();
+                named_barrier_sync(bar, 128);
+#pragma unroll
+                for (int jj = 0; jj < 8; ++jj) {
+#pragma unroll
+                  for (int e = 0; e < 2; ++e) {
+                    const uint32_t r = static_cast<uint32_t>(8 * jj + 2 * (lane % 4) + e);  // box row
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                      const uint32_t byte = static_cast<uint32_t>(((warp & 1) * 16 + lane / 4 + 8 * h) * 4);
+                      const uint32_t addr = buf + r * 128 + ((((byte >> 4) ^ r) & 7) << 4) + (byte & 15);
+                      st_shared_b32(addr, __float_as_uint(acc[0][4 * (8 * jc + jj) + 2 * h + e] + bv[h]));
+                    }
+                  }
+                }
+                fence_proxy_async_smem();
+                named_barrier_sync(bar, 128);
+                if (wg_thread == 0) {
+                  const int row0 = tc.tn * kBN + 64 * jc;
+                  tma_store_3d(&tmap_c, epi_smem + 2 * cw * kCBoxBytes, slab0, row0, tc.b);
+                  tma_store_3d(&tmap_c, epi_smem + (2 * cw + 1) * kCBoxBytes, slab0 + 32, row0, tc.b);
+                  bulk_commit_group();
+                }
+              }
+              return;
+            }
+          }
+          // Checked stores: for one register the 8 lanes of a column group
+          // write 8 consecutive elements of a C row (one 32-byte sector), 4
+          // rows per warp store.
+          const int64_t row_base = slab_row(0) + warp * 16 + lane / 4;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int64_t r = row_base + 8 * h;
@@ -584,21 +644,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           const uint32_t bar = 5 + cw;  // named barriers 5, 6: one per consumer warpgroup
 #pragma unroll
           for (int m = 0; m < kSubM; ++m) {
-            const int row0 = tile_m * kBM + (Cfg::kPingPong ? m : cw) * 64;
+            const int row0 = static_cast<int>(slab_row(m));
 #pragma unroll
             for (int bx = 0; bx < kBoxes; ++bx) {
-              const uint32_t buf = epi_smem + (2 * cw + (epi_boxes++ & 1)) * kCBoxBytes;
+              const int parity = kBoxes % 2 == 0 ? bx & 1 : epi_boxes++ & 1;
+              const uint32_t buf = epi_smem + (2 * cw + parity) * kCBoxBytes;
               if (wg_thread == 0) bulk_wait_group_read<1>();
               named_barrier_sync(bar, 128);
 #pragma unroll
               for (int jj = 0; jj < kBoxCols / 8; ++jj) {
                 const int j = bx * (kBoxCols / 8) + jj;
                 const int col = col_base + 8 * j;
-                float b0 = 0.f, b1 = 0.f;
-                if (bias) {
-                  if (col < args.N) b0 = OutCast<T>::load(bias + col);
-                  if (col + 1 < args.N) b1 = OutCast<T>::load(bias + col + 1);
-                }
+                float b0, b1;
+                load_bias_pair(bias, col, args.N, b0, b1);
                 const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
@@ -643,7 +701,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const int frag_row = lane / 4, frag_col = 2 * (lane % 4);
 #pragma unroll
         for (int m = 0; m < kSubM; ++m) {
-          const int64_t row0 = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64 + warp * 16;
+          const int64_t row0 = slab_row(m) + warp * 16;
           const int64_t rows_left = args.M - row0;  // may be <= 0 (rows past M)
 #pragma unroll
           for (int ch = 0; ch < kBN / 32; ++ch) {
@@ -651,11 +709,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             for (int jj = 0; jj < 4; ++jj) {
               const int j = 4 * ch + jj;
               const int col = col_base + 8 * j;
-              float b0 = 0.f, b1 = 0.f;
-              if (bias) {
-                if (col < args.N) b0 = OutCast<T>::load(bias + col);
-                if (col + 1 < args.N) b1 = OutCast<T>::load(bias + col + 1);
-              }
+              float b0, b1;
+              load_bias_pair(bias, col, args.N, b0, b1);
 #pragma unroll
               for (int h = 0; h < 2; ++h)
                 OutCast<T>::store2(rows_smem + (frag_row + 8 * h) * kEpiPitch + 8 * jj + frag_col,
@@ -687,8 +742,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
             rows[m][h] = c +
-                         (static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64 + warp * 16 + lane / 4 +
-                          8 * h) * args.c_row_stride +
+                         (slab_row(m) + warp * 16 + lane / 4 + 8 * h) * args.c_row_stride +
                          lane_col;
 #pragma unroll
         for (int i = 0; i < kBN / 16; ++i) {
@@ -725,14 +779,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const int col = col_base + 8 * j;
         if (col < args.N) {
           const bool has_second = col + 1 < args.N;
-          float b0 = 0.f, b1 = 0.f;
-          if (bias) {
-            b0 = OutCast<T>::load(bias + col);
-            if (has_second) b1 = OutCast<T>::load(bias + col + 1);
-          }
+          float b0, b1;
+          load_bias_pair(bias, col, args.N, b0, b1);
 #pragma unroll
           for (int m = 0; m < kSubM; ++m) {
-            const int64_t row0 = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64 + warp * 16 + lane / 4;
+            const int64_t row0 = slab_row(m) + warp * 16 + lane / 4;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int64_t row = row0 + 8 * h;
@@ -1041,7 +1092,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.c_trans = c.c_trans ? 1 : 0;
   if (c.c_trans && !Cfg::kARegs) return "sm90: a transposed C needs the register-A kernel";
   CUtensorMap map_c{};
-  if (Cfg::kTmaEpilogue && !checked_only && !c.c_trans && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
+  if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
       pointer_alignment(p.c) >= 16 && tma_stride_ok(p.c_row_stride, es) &&
       (p.batch <= 1 || tma_stride_ok(p.c_batch_stride, es))) {
     OperandMapSpec sc{};
@@ -1050,7 +1101,8 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     sc.ptr = p.c;
     sc.batch = p.batch > 1 ? static_cast<uint64_t>(p.batch) : 1;
     sc.batch_stride = p.batch > 1 ? static_cast<uint64_t>(p.c_batch_stride) : 0;
-    sc.inner = p.N, sc.outer = p.M, sc.outer_stride = p.c_row_stride;
+    // C^T's (m, n) is the caller's C[n][m]: C is [this problem's N][M].
+    sc.inner = c.c_trans ? p.M : p.N, sc.outer = c.c_trans ? p.N : p.M, sc.outer_stride = p.c_row_stride;
     sc.box_inner = 128 / es, sc.box_outer = 64;
     args.c_tma = encode_operand_map(&map_c, sc) == nullptr ? 1 : 0;  // else the register stores
   }
