@@ -106,6 +106,10 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     // Stream-K over the last partial wave (cooperative tiles without clusters).
     out.push_back({{"TILED_SM90_STREAMK", "1"}});
     if (half) out.push_back({{"TILED_SM90_STREAMK", "1"}, {"TILED_SM90_CLUSTER", "1"}});
+    // 128x192 tiles forced on / off, and register stores instead of TMA stores.
+    out.push_back({{"TILED_SM90_N192", "1"}});
+    out.push_back({{"TILED_SM90_N192", "0"}});
+    out.push_back({{"TILED_SM90_TMA_EPILOGUE", "0"}});
   }
   return out;
 }
