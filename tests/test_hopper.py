@@ -441,6 +441,24 @@ def test_cluster_edges(cluster2, dtype, layout):
         check(a, b, dtype)
 
 
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_cluster_tf32(cluster2, tf32, layout):
+    # tf32 takes clusters only when forced, cooperative 128x256 tiles only
+    # (NN: tiles over C^T, so its shapes are given transposed).
+    M, N, K = LARGE
+    a, b = make_operands(M, N, 8, torch.float32, "cuda", layout)
+    assert kernel_name(a, b) == cluster_name(torch.float32, M, N, layout)
+    assert "c2_" in kernel_name(a, b)
+    exact_check(M, N, K, torch.float32, layout)
+    for M, N, K, batch in [(296, 11264, 200, None), (296, 5624, 72, 2), (4096, 4096, 1032, None)]:
+        if layout == "NN":
+            M, N = N, M
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
+        assert kernel_name(a, b) == cluster_name(torch.float32, M, N, layout, batch or 1), (M, N, K, batch)
+        assert "c2_" in kernel_name(a, b)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
 # ------------------------------------------------------------------ opt-in variants (env switches, read per call)
 #
 # TILED_SM90_SCHEDULE=pingpong  128x128 tiles, one per consumer warpgroup, alternating

@@ -180,7 +180,7 @@ struct Sm90Config {
   // wgmma has no transpose for tf32: an M-major tf32 A goes through
   // registers (cooperative configs only); an N-major B needs a 16-bit type.
   static_assert(!kBMN || kElemBytes == 2, "an N-major B needs a 16-bit type");
-  static_assert(!kARegs || (kCluster == 1 && !kPingPong && !kSplitK), "register A: cooperative, no cluster or split");
+  static_assert(!kARegs || (!kPingPong && !kSplitK), "register A: cooperative, no split");
   static_assert(kBN == 64 || kBN == 128 || kBN == 192 || kBN == 256, "instantiated wgmma N sizes");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -1188,13 +1188,17 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 #undef TILED_SM90_LAYOUTS
   } else {
     if (c.b_mn) return "sm90: tf32 takes a K-major B only";
-    if (c.a_mn) {  // A from registers: cooperative whole tiles (stream-K included)
-      if (c.pingpong || c.split_k > 1 || c.cluster > 1) return "sm90: tf32 with an M-major A: cooperative tiles only";
+    if (c.a_mn) {  // A from registers: cooperative whole tiles (stream-K, clusters included)
+      if (c.pingpong || c.split_k > 1) return "sm90: tf32 with an M-major A: cooperative tiles only";
+      if (c.tile == Tile::k128x256 && c.cluster == 2)
+        return launch_sm90<Sm90Config<T, 256, true, false, 2>>(p, dev, stream, c, workspace);
       if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, true, false>>(p, dev, stream, c, workspace);
       if (c.tile == Tile::k128x192) return launch_sm90<Sm90Config<T, 192, true, false>>(p, dev, stream, c, workspace);
       if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, true, false>>(p, dev, stream, c, workspace);
       return launch_sm90<Sm90Config<T, 128, true, false>>(p, dev, stream, c, workspace);
     }
+    if (c.tile == Tile::k128x256 && c.cluster == 2)
+      return launch_sm90<Sm90Config<T, 256, false, false, 2>>(p, dev, stream, c, workspace);
     if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c, workspace);
     if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c, workspace);
     if (c.split_k > 1 && c.tile == Tile::k128x64)

@@ -121,7 +121,9 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // is forced, or TILED_SM90_CLUSTER=2 / =1 to force on / off.
   const char* env = setting("TILED_SM90_CLUSTER");
   const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (auto_cluster && !sched);
-  if (want_cluster && (c.tile == Tile::k128x256 || c.pingpong) && p.dtype != DType::f32 && tm >= 2)
+  // tf32: only when forced, and only for cooperative 128x256 tiles.
+  if (want_cluster && tm >= 2 &&
+      (p.dtype != DType::f32 ? c.tile == Tile::k128x256 || c.pingpong : env && c.tile == Tile::k128x256 && !c.pingpong))
     c.cluster = 2;
   // 128x192 tiles (cooperative, no cluster) where the 128x256 grid would
   // leave much of its last wave idle and 128x192 needs fewer weighted waves
@@ -263,7 +265,7 @@ bool can_run_impl(const GemmProblem& caller, const DeviceInfo& dev) {
   // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
   // switches it off (such problems are then staged K-major, as before it).
   if (p.dtype == DType::f32 && c.a_mn &&
-      (c.pingpong || c.split_k > 1 || c.cluster > 1 || setting_is("TILED_SM90_TF32_REGISTER_A", "0")))
+      (c.pingpong || c.split_k > 1 || setting_is("TILED_SM90_TF32_REGISTER_A", "0")))
     return false;
   return true;
 #endif
