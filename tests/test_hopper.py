@@ -53,7 +53,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
     cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
     the pairs need more waves than single tiles, or ping-pong 128x128 tiles
-    in clusters when their waves (each costing 0.54) come out cheaper.  Otherwise 128x64 tiles when
+    in clusters when their waves (each costing 0.54) come out cheaper; tf32
+    takes the same clusters where its tile is 128x256.  Otherwise 128x64 tiles when
     the 128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
     needs fewer weighted waves (a 128x128 tile costs 0.5/0.9); a 128x256 grid
     without clusters becomes 128x192 where that needs fewer weighted waves
@@ -86,6 +87,10 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
         tile = "128x64"
     else:
         tile = "128x128" if w128 * 5 < w256 * 9 else "128x256"
+        # tf32: the same clusters, for 128x256 tiles only
+        if tile == "128x256" and tm >= 2 and tiles128 >= 4 * sms and \
+                cdiv(cdiv(tm, 2) * cdiv(N, 256) * batch, sms // 2) <= w256:
+            tile = "128x256c2"
     # 128x192 where it needs fewer weighted waves (0.75 of the work at 95%)
     # than a 128x256 grid without clusters; not with stream-K switched on
     if tile == "128x256" and streamk is not True and cdiv(tm * cdiv(N, 192) * batch, sms) * 135 < w256 * 171:

@@ -97,15 +97,13 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     // The Hopper kernel's schedules (ignored where the problem goes elsewhere).
     out.push_back({{"TILED_SM90_SCHEDULE", "cooperative"}});
     out.push_back({{"TILED_SM90_SCHEDULE", "pingpong"}});
-    if (half) {
-      out.push_back({{"TILED_SM90_SCHEDULE", "cooperative"}, {"TILED_SM90_CLUSTER", "2"}});
-      out.push_back({{"TILED_SM90_SCHEDULE", "pingpong"}, {"TILED_SM90_CLUSTER", "2"}});
-    }
+    out.push_back({{"TILED_SM90_SCHEDULE", "cooperative"}, {"TILED_SM90_CLUSTER", "2"}});
+    if (half) out.push_back({{"TILED_SM90_SCHEDULE", "pingpong"}, {"TILED_SM90_CLUSTER", "2"}});
     // K split over clusters (the automatic one is S = 2 where tiles are few).
     for (const char* s : {"0", "2", "4"}) out.push_back({{"TILED_SM90_SPLITK", s}});
     // Stream-K over the last partial wave (cooperative tiles without clusters).
     out.push_back({{"TILED_SM90_STREAMK", "1"}});
-    if (half) out.push_back({{"TILED_SM90_STREAMK", "1"}, {"TILED_SM90_CLUSTER", "1"}});
+    out.push_back({{"TILED_SM90_STREAMK", "1"}, {"TILED_SM90_CLUSTER", "1"}});
     // 128x192 tiles forced on / off, and register stores instead of TMA stores.
     out.push_back({{"TILED_SM90_N192", "1"}});
     out.push_back({{"TILED_SM90_N192", "0"}});

@@ -103,27 +103,34 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // 368 us (7 / 14), 768x14336x4096 0.964 / 0.910 (3 / 6), 3000x5000x4096
   // 0.911 / 0.747 (4 / 8).  TILED_SM90_SCHEDULE=pingpong forces it.
   bool auto_cluster = false, auto_pp = false;
-  if (p.dtype != DType::f32 && tm >= 2 && tiles128 >= 4 * sms) {
+  // tf32 takes the same clusters (its 128x256 tiles only; no ping-pong):
+  // measured on an H100 (paired with cuBLAS, 92938cf), without / with:
+  // 4096^3 NT 0.988 / 1.012, NN 1.028 / 1.021, 8192^3 NN 0.980 / 1.011, NT
+  // 0.979 / 1.001, 4096x14336x4096 NN 1.153 / 1.202, 4096x4096x14336 NN
+  // 0.990 / 1.008; 2048^3 (below 4 waves) NN 1.003 / 0.981.
+  if (tm >= 2 && tiles128 >= 4 * sms) {
     const int64_t slots = sms / 2 > 0 ? sms / 2 : 1;
     const int64_t waves_pairs = ceil_div(ceil_div(tm, 2) * ceil_div(p.N, 256) * p.batch, slots);
-    const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * tn128 * p.batch, slots);
     auto_cluster = waves_pairs <= waves256;
-    auto_pp = waves_pp * 54 < (auto_cluster ? waves_pairs : waves256) * 100;
-    if (auto_pp) auto_cluster = true;
-    if (!sched) c.tile = Tile::k128x256;
+    if (p.dtype != DType::f32) {
+      const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * tn128 * p.batch, slots);
+      auto_pp = waves_pp * 54 < (auto_cluster ? waves_pairs : waves256) * 100;
+      if (auto_pp) auto_cluster = true;
+      if (!sched) c.tile = Tile::k128x256;
+    }
   }
   if ((sched && std::strcmp(sched, "pingpong") == 0) || (!sched && auto_pp)) {
     c.tile = Tile::k128x128;
     c.pingpong = true;
   }
-  // 2-CTA clusters with B multicast (16-bit types, 128x256 cooperative or
-  // 128x128 ping-pong, >= 2 tile rows): automatic as above when no schedule
-  // is forced, or TILED_SM90_CLUSTER=2 / =1 to force on / off.
+  // 2-CTA clusters with B multicast (128x256 cooperative, or 16-bit 128x128
+  // ping-pong; >= 2 tile rows): automatic as above when no schedule is
+  // forced, or TILED_SM90_CLUSTER=2 / =1 to force on / off.
   const char* env = setting("TILED_SM90_CLUSTER");
   const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (auto_cluster && !sched);
-  // tf32: only when forced, and only for cooperative 128x256 tiles.
+  // (tf32: cooperative 128x256 tiles only.)
   if (want_cluster && tm >= 2 &&
-      (p.dtype != DType::f32 ? c.tile == Tile::k128x256 || c.pingpong : env && c.tile == Tile::k128x256 && !c.pingpong))
+      (p.dtype != DType::f32 ? c.tile == Tile::k128x256 || c.pingpong : c.tile == Tile::k128x256 && !c.pingpong))
     c.cluster = 2;
   // 128x192 tiles (cooperative, no cluster) where the 128x256 grid would
   // leave much of its last wave idle and 128x192 needs fewer weighted waves
