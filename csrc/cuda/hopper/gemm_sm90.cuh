@@ -70,7 +70,6 @@ struct KernelArgs {
   int c_quads_aligned;       // 1: every 4-column group (4i .. 4i+3) may be stored as one vector
   int c_via_smem;            // 1: stores go row by row through shared memory (C not 4-column aligned)
   int c_tma;                 // 1: tiles are stored by TMA from shared memory (tmap_c)
-  int c_stmatrix;            // 1: 16-bit boxes are written with stmatrix (TILED_SM90_STMATRIX=0: 0)
   // 1 (Cfg::kARegs only): the kernel computes C^T = B^T A^T of the caller's
   // problem (tf32 with a row-major B, whose B^T is this kernel's column-major
   // A): element (m, n) of this problem goes to c[n * c_row_stride + m], and
@@ -652,37 +651,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               const uint32_t buf = epi_smem + (2 * cw + parity) * kCBoxBytes;
               if (wg_thread == 0) bulk_wait_group_read<1>();
               named_barrier_sync(bar, 128);
-              bool written = false;
-              if constexpr (Cfg::kElemBytes == 2) {
-                if (args.c_stmatrix) {
-                  // 16-bit: one stmatrix .x4 per two column groups (rows r
-                  // and r + 8 of each): lane l addresses row l % 8 of
-                  // matrix l / 8 = (group 2q + l / 16, rows + 8 (l / 8 % 2)).
-                  const uint32_t mtx = static_cast<uint32_t>(lane / 8);
-                  const uint32_t r = static_cast<uint32_t>(warp * 16 + 8 * (mtx & 1) + lane % 8);
 #pragma unroll
-                  for (int q = 0; q < kBoxCols / 16; ++q) {
-                    uint32_t w[4];
-#pragma unroll
-                    for (int g2 = 0; g2 < 2; ++g2) {
-                      const int j = bx * (kBoxCols / 8) + 2 * q + g2;
-                      float b0, b1;
-                      load_bias_pair(bias, col_base + 8 * j, args.N, b0, b1);
-#pragma unroll
-                      for (int h = 0; h < 2; ++h) {
-                        uint32_t pw[1];
-                        PairBits<T>::pack(acc[m][4 * j + 2 * h] + b0, acc[m][4 * j + 2 * h + 1] + b1, pw);
-                        w[2 * g2 + h] = pw[0];
-                      }
-                    }
-                    const uint32_t chunk = static_cast<uint32_t>(2 * q) + (mtx >> 1);
-                    stmatrix_x4(buf + r * 128 + (((chunk ^ r) & 7) << 4), w[0], w[1], w[2], w[3]);
-                  }
-                  written = true;
-                }
-              }
-#pragma unroll
-              for (int jj = 0; jj < kBoxCols / 8 && !written; ++jj) {
+              for (int jj = 0; jj < kBoxCols / 8; ++jj) {
                 const int j = bx * (kBoxCols / 8) + jj;
                 const int col = col_base + 8 * j;
                 float b0, b1;
@@ -1120,7 +1090,6 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // TMA stores where C allows them (16-byte aligned base and strides;
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
   args.c_trans = c.c_trans ? 1 : 0;
-  args.c_stmatrix = setting_is("TILED_SM90_STMATRIX", "0") ? 0 : 1;
   if (c.c_trans && !Cfg::kARegs) return "sm90: a transposed C needs the register-A kernel";
   CUtensorMap map_c{};
   if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&

@@ -164,14 +164,6 @@ __device__ __forceinline__ void st_shared_v2(uint32_t addr, float x, float y) {
 __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
-// stmatrix .x4: four 8x8 matrices of 16-bit elements; lane l gives the
-// address of row l % 8 of matrix l / 8 (16 bytes), register i holds row l / 4,
-// columns 2 (l % 4), +1 of matrix i (an accumulator fragment's pair).
-__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1),
-               "r"(r2), "r"(r3)
-               : "memory");
-}
 __device__ __forceinline__ uint32_t ld_shared_b32(uint32_t addr) {
   uint32_t v;
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
