@@ -70,7 +70,6 @@ struct KernelArgs {
   int c_quads_aligned;       // 1: every 4-column group (4i .. 4i+3) may be stored as one vector
   int c_via_smem;            // 1: stores go row by row through shared memory (C not 4-column aligned)
   int c_tma;                 // 1: tiles are stored by TMA from shared memory (tmap_c)
-  int epi_add_zero;          // experiment: TMA boxes add a zero bias when there is none
   // 1 (Cfg::kARegs only): the kernel computes C^T = B^T A^T of the caller's
   // problem (tf32 with a row-major B, whose B^T is this kernel's column-major
   // A): element (m, n) of this problem goes to c[n * c_row_stride + m], and
@@ -643,10 +642,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           constexpr int kBoxCols = 128 / Cfg::kElemBytes;  // 64 bf16 / f16, 32 fp32
           constexpr int kBoxes = kBN / kBoxCols;
           const uint32_t bar = 5 + cw;  // named barriers 5, 6: one per consumer warpgroup
-          // Without a bias the boxes take the accumulators as they are (no
-          // bias loads, no adds of 0).
-          auto store_boxes = [&](auto with_bias) {
-            constexpr bool kBias = decltype(with_bias)::value;
 #pragma unroll
           for (int m = 0; m < kSubM; ++m) {
             const int row0 = static_cast<int>(slab_row(m));
@@ -660,18 +655,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               for (int jj = 0; jj < kBoxCols / 8; ++jj) {
                 const int j = bx * (kBoxCols / 8) + jj;
                 const int col = col_base + 8 * j;
-                float b0 = 0.f, b1 = 0.f;
-                if constexpr (kBias) load_bias_pair(bias, col, args.N, b0, b1);
+                float b0, b1;
+                load_bias_pair(bias, col, args.N, b0, b1);
                 const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                   const uint32_t r = static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h);
                   const uint32_t addr = buf + r * 128 + ((((byte >> 4) ^ r) & 7) << 4) + (byte & 15);
-                  float x = acc[m][4 * j + 2 * h], y = acc[m][4 * j + 2 * h + 1];
-                  if constexpr (kBias) {
-                    x += b0;
-                    y += b1;
-                  }
+                  const float x = acc[m][4 * j + 2 * h] + b0, y = acc[m][4 * j + 2 * h + 1] + b1;
                   if constexpr (Cfg::kElemBytes == 4) {
                     st_shared_v2(addr, x, y);
                   } else {
@@ -688,12 +679,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 bulk_commit_group();
               }
             }
-          }
-          };
-          if (bias || args.epi_add_zero) {
-            store_boxes(std::true_type{});
-          } else {
-            store_boxes(std::false_type{});
           }
           return;
         }
@@ -1105,7 +1090,6 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // TMA stores where C allows them (16-byte aligned base and strides;
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
   args.c_trans = c.c_trans ? 1 : 0;
-  args.epi_add_zero = setting_is("TILED_SM90_EPI_ADD_ZERO", "1") ? 1 : 0;
   if (c.c_trans && !Cfg::kARegs) return "sm90: a transposed C needs the register-A kernel";
   CUtensorMap map_c{};
   if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
