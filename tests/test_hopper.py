@@ -55,7 +55,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     the pairs need more waves than single tiles, or ping-pong 128x128 tiles
     in clusters when their waves (each costing 0.54) come out cheaper; tf32
     takes the same clusters where its tile is 128x256.  Otherwise 128x64 tiles when
-    the 128x128 tiles fill at most half the SMs, else 128x128 unless 128x256
+    the 128x128 tiles fill at most half the SMs (unless stream-K takes them and
+    N is 65..128), else 128x128 unless 128x256
     needs fewer weighted waves (a 128x128 tile costs 0.5/0.9); a 128x256 grid
     without clusters becomes 128x192 where that needs fewer weighted waves
     (a 128x192 tile costs 0.75/0.95) unless stream-K is switched on.  128x64
@@ -83,8 +84,9 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
         tile = "128x256c2" if w_pairs <= w256 else "128x256"
         if w_pp * 54 < (w_pairs if tile.endswith("c2") else w256) * 100:
             tile = "128x128ppc2"
-    elif tiles128 * 2 <= sms:
-        tile = "128x64"
+    elif tiles128 * 2 <= sms and not (
+            (streamk if streamk is not None else tiles128 * 4 <= sms and kb >= 128) and 64 < N <= 128):
+        tile = "128x64"  # (not where stream-K takes 128x64 tiles that would split a 65..128-wide N)
     else:
         tile = "128x128" if w128 * 5 < w256 * 9 else "128x256"
         # tf32: the same clusters, for 128x256 tiles only

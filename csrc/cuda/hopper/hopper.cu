@@ -198,8 +198,16 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // -> 0.92, 512x1024x1024 0.70 -> 0.86, 256x4096x1024 0.83 -> 0.93,
   // 128x4096x4096 0.68 -> 0.84, 256x4096x4096 0.83 -> 0.99.
   // TILED_SM90_NARROW=1 forces them wherever the schedule is cooperative without clusters or split.
+  // Not where stream-K takes the tiles (below) and N is 65..128: two 128x64
+  // tiles would each stream the same rows of A through all of K, and with
+  // stream-K their pieces run at different k, so A comes from DRAM twice
+  // (tf32 NN with M = 128, N = K = 4096 runs as 4096x128x4096: 0.66 of
+  // cuBLAS with 128x64 tiles against 0.90 for the same problem in NT).
+  const bool want_sk = skv ? streamk_forced_on : (tiles128 * 4 <= sms && k_blocks >= 128);
+  const bool narrow_rereads_a = want_sk && p.N > 64 && p.N <= 128;
   if (!c.pingpong && c.cluster == 1 && c.split_k == 0 &&
-      (setting_is("TILED_SM90_NARROW", "1") || (tiles128 * 2 <= sms && !setting_is("TILED_SM90_NARROW", "0"))))
+      (setting_is("TILED_SM90_NARROW", "1") ||
+       (tiles128 * 2 <= sms && !narrow_rereads_a && !setting_is("TILED_SM90_NARROW", "0"))))
     c.tile = Tile::k128x64;
   // Stream-K over the last partial wave (cooperative without cluster or
   // split): TILED_SM90_STREAMK=1 on, =0 off; by default only for few tiles
@@ -213,8 +221,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // clusters 0.96 / 0.75.  Pieces of one tile run at different k at the
   // same time, so the CTAs no longer share A and B k-slices in L2 as a wave
   // of whole tiles does, and each piece moves a 32-128 KB fp32 partial
-  // (docs/hopper.md).
-  const bool want_sk = skv ? streamk_forced_on : (tiles128 * 4 <= sms && k_blocks >= 128);
+  // (docs/hopper.md).  (want_sk: above.)
   // 128x64 tiles that still fill at most half the SMs (e.g. 128x4096x4096:
   // 64 tiles on 132 SMs, each streaming a 64-wide band of B through all of
   // K): K split over 2-CTA clusters, 128 CTAs, when stream-K does not take
