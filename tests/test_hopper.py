@@ -54,7 +54,7 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
     the pairs need more waves than single tiles, or ping-pong 128x128 tiles
     in clusters when their waves (each costing 0.54) come out cheaper; tf32
-    takes the same clusters where its tile is 128x256.  Otherwise 128x64 tiles when
+    the same, without ping-pong.  Otherwise 128x64 tiles when
     the 128x128 tiles fill at most half the SMs (unless stream-K takes them and
     N is 65..128), else 128x128 unless 128x256
     needs fewer weighted waves (a 128x128 tile costs 0.5/0.9); a 128x256 grid
@@ -78,21 +78,17 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     kb = cdiv(K, 32 if dtype == torch.float32 else 64)
     if tiles128 * 12 <= sms and kb >= 128:  # very few tiles, deep K: split-K over 8-CTA clusters
         return "128x128sk8"
-    if dtype in HALF and tm >= 2 and tiles128 >= 4 * sms:
+    if tm >= 2 and tiles128 >= 4 * sms:
         w_pairs = cdiv(cdiv(tm, 2) * cdiv(N, 256) * batch, sms // 2)
         w_pp = cdiv(cdiv(tm, 2) * cdiv(N, 128) * batch, sms // 2)
         tile = "128x256c2" if w_pairs <= w256 else "128x256"
-        if w_pp * 54 < (w_pairs if tile.endswith("c2") else w256) * 100:
-            tile = "128x128ppc2"
+        if dtype in HALF and w_pp * 54 < (w_pairs if tile.endswith("c2") else w256) * 100:
+            tile = "128x128ppc2"  # (16-bit only)
     elif tiles128 * 2 <= sms and not (
             (streamk if streamk is not None else tiles128 * 4 <= sms and kb >= 128) and 64 < N <= 128):
         tile = "128x64"  # (not where stream-K takes 128x64 tiles that would split a 65..128-wide N)
     else:
         tile = "128x128" if w128 * 5 < w256 * 9 else "128x256"
-        # tf32: the same clusters, for 128x256 tiles only
-        if tile == "128x256" and tm >= 2 and tiles128 >= 4 * sms and \
-                cdiv(cdiv(tm, 2) * cdiv(N, 256) * batch, sms // 2) <= w256:
-            tile = "128x256c2"
     # 128x192 where it needs fewer weighted waves (0.75 of the work at 95%)
     # than a 128x256 grid without clusters; not with stream-K switched on
     if tile == "128x256" and streamk is not True and cdiv(tm * cdiv(N, 192) * batch, sms) * 135 < w256 * 171:

@@ -103,7 +103,7 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   // 368 us (7 / 14), 768x14336x4096 0.964 / 0.910 (3 / 6), 3000x5000x4096
   // 0.911 / 0.747 (4 / 8).  TILED_SM90_SCHEDULE=pingpong forces it.
   bool auto_cluster = false, auto_pp = false;
-  // tf32 takes the same clusters (its 128x256 tiles only; no ping-pong):
+  // tf32 takes the same tiles and clusters (no ping-pong):
   // measured on an H100 (paired with cuBLAS, 92938cf), without / with:
   // 4096^3 NT 0.988 / 1.012, NN 1.028 / 1.021, 8192^3 NN 0.980 / 1.011, NT
   // 0.979 / 1.001, 4096x14336x4096 NN 1.153 / 1.202, 4096x4096x14336 NN
@@ -116,8 +116,13 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
       const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * tn128 * p.batch, slots);
       auto_pp = waves_pp * 54 < (auto_cluster ? waves_pairs : waves256) * 100;
       if (auto_pp) auto_cluster = true;
-      if (!sched) c.tile = Tile::k128x256;
     }
+    // 128x256 from 4 waves of 128x128 tiles, whatever the wave count says:
+    // tf32 NN 4097x4096x4096 (run as 4096x4097x4096: 8 waves of 128x128
+    // against 5 of 128x256) measured 248 TFLOP/s, 0.87-0.91 of cuBLAS, with
+    // 128x128 tiles against 343-371 with 128x256 at nearby shapes (tf32
+    // sweep, 721f560).
+    if (!sched) c.tile = Tile::k128x256;
   }
   if ((sched && std::strcmp(sched, "pingpong") == 0) || (!sched && auto_pp)) {
     c.tile = Tile::k128x128;
