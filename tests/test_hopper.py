@@ -446,8 +446,8 @@ def test_cluster_edges(cluster2, dtype, layout):
 
 @pytest.mark.parametrize("layout", TF32_LAYOUTS)
 def test_cluster_tf32(cluster2, tf32, layout):
-    # tf32 takes clusters only when forced, cooperative 128x256 tiles only
-    # (NN: tiles over C^T, so its shapes are given transposed).
+    # tf32 takes clusters for cooperative 128x256 tiles only (NN: tiles over
+    # C^T, so its shapes are given transposed).
     M, N, K = LARGE
     a, b = make_operands(M, N, 8, torch.float32, "cuda", layout)
     assert kernel_name(a, b) == cluster_name(torch.float32, M, N, layout)

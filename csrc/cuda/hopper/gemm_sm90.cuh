@@ -73,7 +73,7 @@ struct KernelArgs {
   // 1 (Cfg::kARegs only): the kernel computes C^T = B^T A^T of the caller's
   // problem (tf32 with a row-major B, whose B^T is this kernel's column-major
   // A): element (m, n) of this problem goes to c[n * c_row_stride + m], and
-  // bias[m] is added.  Stores are the checked ones.
+  // bias[m] is added (by TMA where c_tma, else checked stores).
   int c_trans;
   int group_m;               // grouped raster: tile rows per group (>= 1)
   // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
@@ -229,6 +229,13 @@ __device__ __forceinline__ void store_pair_checked(T* out, float x, float y, boo
     OutCast<T>::store1(out, x);
     if (has_second) OutCast<T>::store1(out + 1, y);
   }
+}
+
+// Byte offset of byte `byte` (< 128) of row `row` in a 128B-swizzled tile
+// (rows of 128 bytes, 1 KB aligned, as TMA writes and wgmma reads them): the
+// 16-byte chunk index is XORed with the row's position in its 8-row group.
+__device__ __forceinline__ uint32_t sw128_offset(uint32_t row, uint32_t byte) {
+  return row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15);
 }
 
 // bias[col] and bias[col + 1] where they exist (0 at or past n, or without a bias).
@@ -590,8 +597,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                       const uint32_t byte = static_cast<uint32_t>(((warp & 1) * 16 + lane / 4 + 8 * h) * 4);
-                      const uint32_t addr = buf + r * 128 + ((((byte >> 4) ^ r) & 7) << 4) + (byte & 15);
-                      st_shared_b32(addr, __float_as_uint(acc[0][4 * (8 * jc + jj) + 2 * h + e] + bv[h]));
+                      st_shared_b32(buf + sw128_offset(r, byte), __float_as_uint(acc[0][4 * (8 * jc + jj) + 2 * h + e] + bv[h]));
                     }
                   }
                 }
@@ -661,7 +667,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                   const uint32_t r = static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h);
-                  const uint32_t addr = buf + r * 128 + ((((byte >> 4) ^ r) & 7) << 4) + (byte & 15);
+                  const uint32_t addr = buf + sw128_offset(r, byte);
                   const float x = acc[m][4 * j + 2 * h] + b0, y = acc[m][4 * j + 2 * h + 1] + b1;
                   if constexpr (Cfg::kElemBytes == 4) {
                     st_shared_v2(addr, x, y);
@@ -1188,25 +1194,26 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 #undef TILED_SM90_LAYOUTS
   } else {
     if (c.b_mn) return "sm90: tf32 takes a K-major B only";
-    if (c.a_mn) {  // A from registers: cooperative whole tiles (stream-K, clusters included)
-      if (c.pingpong || c.split_k > 1) return "sm90: tf32 with an M-major A: cooperative tiles only";
+    // Cooperative whole tiles (stream-K and clusters included), with A from
+    // shared memory (K-major) or from registers (M-major).
+    auto cooperative = [&](auto a_mn) -> const char* {
+      constexpr bool kA = decltype(a_mn)::value;
       if (c.tile == Tile::k128x256 && c.cluster == 2)
-        return launch_sm90<Sm90Config<T, 256, true, false, 2>>(p, dev, stream, c, workspace);
-      if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, true, false>>(p, dev, stream, c, workspace);
-      if (c.tile == Tile::k128x192) return launch_sm90<Sm90Config<T, 192, true, false>>(p, dev, stream, c, workspace);
-      if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, true, false>>(p, dev, stream, c, workspace);
-      return launch_sm90<Sm90Config<T, 128, true, false>>(p, dev, stream, c, workspace);
+        return launch_sm90<Sm90Config<T, 256, kA, false, 2>>(p, dev, stream, c, workspace);
+      if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, kA, false>>(p, dev, stream, c, workspace);
+      if (c.tile == Tile::k128x192) return launch_sm90<Sm90Config<T, 192, kA, false>>(p, dev, stream, c, workspace);
+      if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, kA, false>>(p, dev, stream, c, workspace);
+      return launch_sm90<Sm90Config<T, 128, kA, false>>(p, dev, stream, c, workspace);
+    };
+    if (c.a_mn) {
+      if (c.pingpong || c.split_k > 1) return "sm90: tf32 with an M-major A: cooperative tiles only";
+      return cooperative(std::true_type{});
     }
-    if (c.tile == Tile::k128x256 && c.cluster == 2)
-      return launch_sm90<Sm90Config<T, 256, false, false, 2>>(p, dev, stream, c, workspace);
-    if (c.tile == Tile::k128x256) return launch_sm90<Sm90Config<T, 256, false, false>>(p, dev, stream, c, workspace);
     if (c.pingpong) return launch_sm90<Sm90Config<T, 128, false, false, 1, true>>(p, dev, stream, c, workspace);
     if (c.split_k > 1 && c.tile == Tile::k128x64)
       return launch_sm90<Sm90Config<T, 64, false, false, 1, false, true>>(p, dev, stream, c, workspace);
     if (c.split_k > 1) return launch_sm90<Sm90Config<T, 128, false, false, 1, false, true>>(p, dev, stream, c, workspace);
-    if (c.tile == Tile::k128x192) return launch_sm90<Sm90Config<T, 192, false, false>>(p, dev, stream, c, workspace);
-    if (c.tile == Tile::k128x64) return launch_sm90<Sm90Config<T, 64, false, false>>(p, dev, stream, c, workspace);
-    return launch_sm90<Sm90Config<T, 128, false, false>>(p, dev, stream, c, workspace);
+    return cooperative(std::false_type{});
   }
 }
 

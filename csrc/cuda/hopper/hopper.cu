@@ -55,13 +55,11 @@ using sm90::tma_stride_ok;
   q.b = Operand{p.a.ptr, p.a.batch_stride, p.a.col_stride, p.a.row_stride};  // A^T: [K, M]
   return q;
 }
-// The problem the kernel runs: p, or p swapped as above.
-[[maybe_unused]] GemmProblem launched_problem(const GemmProblem& p) { return tf32_swapped(p) ? swap_operands(p) : p; }
 
 // Tile choice: estimated time ~ waves * work per tile, with a 128x128 tile
 // doing half the work of a 128x256 one at ~90% of its efficiency.  Prefer
 // 128x256 unless the smaller tile fills the machine in fewer weighted waves.
-Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
+[[maybe_unused]] Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   Choice c;
   c.a_mn = !p.a.row_major();
   c.b_mn = p.b.row_major();
@@ -252,13 +250,20 @@ Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
   return c;
 }
 
-bool can_run_impl(const GemmProblem& caller, const DeviceInfo& dev) {
+// Whether the Hopper kernel takes `caller`; if so, the problem it launches
+// (the caller's, or tf32 NN swapped as above) and its Choice (c_trans set
+// when swapped), where asked for.
+bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
+          Choice* choice = nullptr) {
 #if !defined(TILED_WITH_SM90A)
   (void)caller;
   (void)dev;
+  (void)launched;
+  (void)choice;
   return false;
 #else
-  const GemmProblem p = launched_problem(caller);
+  const bool swapped = tf32_swapped(caller);
+  const GemmProblem p = swapped ? swap_operands(caller) : caller;
   if (dev.sm_major != 9 || dev.sm_minor != 0 || dev.num_sms <= 0) return false;
   int es = 0;
   switch (p.dtype) {
@@ -279,24 +284,27 @@ bool can_run_impl(const GemmProblem& caller, const DeviceInfo& dev) {
   if (p.M > kMaxInt || p.N > kMaxInt || p.K > kMaxInt || p.batch > kMaxInt) return false;
   if (ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch > kMaxInt) return false;
   if (!operand_ok(p.a, p.batch, es) || !operand_ok(p.b, p.batch, es)) return false;
-  const Choice c = choose(p, dev);
+  Choice c = choose(p, dev);
   if (dev.max_smem_per_block_optin < static_cast<size_t>(sm90::tile_smem_bytes(c.tile))) return false;
   // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
   // switches it off (such problems are then staged K-major, as before it).
   if (p.dtype == DType::f32 && c.a_mn &&
       (c.pingpong || c.split_k > 1 || setting_is("TILED_SM90_TF32_REGISTER_A", "0")))
     return false;
+  c.c_trans = swapped;
+  if (launched) *launched = p;
+  if (choice) *choice = c;
   return true;
 #endif
 }
 
 }  // namespace
 
-bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev) { return can_run_impl(p, dev); }
+bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev) { return plan(p, dev); }
 
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
-  if (!can_run_impl(p, dev)) return nullptr;
-  const Choice c = choose(launched_problem(p), dev);
+  Choice c;
+  if (!plan(p, dev, nullptr, &c)) return nullptr;
   // "sm90_<dtype>_<variant>_<a><b>" with BLAS letters: a/b 'n' row-major,
   // 't' column-major.  Variants: 128x256, 128x192, 128x128, 128x64 (cooperative), 128x256c2
   // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
@@ -331,8 +339,8 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
-  if (!can_run_impl(p, dev)) return 0;
-  const Choice c = choose(launched_problem(p), dev);
+  Choice c;
+  if (!plan(p, dev, nullptr, &c)) return 0;
   return c.sk_tiles > 0 ? sm90::stream_k_workspace_bytes(dev.num_sms, tile_bn(c.tile)) : 0;
 }
 
@@ -344,13 +352,12 @@ const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   (void)workspace;
   return "sm90: built without sm_90a (TILED_WITH_SM90A undefined)";
 #else
-  if (!can_run_impl(p, dev)) return "sm90: problem not supported by the Hopper kernel";
-  const GemmProblem q = launched_problem(p);
-  Choice c = choose(q, dev);
-  c.c_trans = tf32_swapped(p);
+  GemmProblem q;
+  Choice c;
+  if (!plan(p, dev, &q, &c)) return "sm90: problem not supported by the Hopper kernel";
   switch (p.dtype) {
-    case DType::bf16: return sm90::launch_bf16(p, dev, stream, c, workspace);
-    case DType::f16: return sm90::launch_f16(p, dev, stream, c, workspace);
+    case DType::bf16: return sm90::launch_bf16(q, dev, stream, c, workspace);
+    case DType::f16: return sm90::launch_f16(q, dev, stream, c, workspace);
     case DType::f32: return sm90::launch_tf32(q, dev, stream, c, workspace);
     default: return "sm90: unsupported dtype";
   }
