@@ -126,7 +126,8 @@ if has explore; then
   say "explore rc=$?"
 fi
 if has ncu; then
-  # Nsight Compute on chosen cases: NCU_CASES="M,N,K,layout,ENV=v;ENV2=v ..." (env part optional),
+  # Nsight Compute on chosen cases: NCU_CASES="M,N,K,layout,ENV=v;ENV2=v ..." (env part optional;
+  # PROFILE_DTYPE=fp32 / PROFILE_OP=torch pick profile_case.py's dtype / cuBLAS's side),
   # the first matching kernel after 3 warm-up calls; one text report per case in $OUT/ncu.
   mkdir -p "$OUT/ncu"
   for c in ${NCU_CASES:-}; do

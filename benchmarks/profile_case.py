@@ -11,6 +11,7 @@ Run under ncu with --op to profile one side:
     ncu -k regex:skinny --launch-skip 3 --launch-count 1 python benchmarks/profile_case.py 16 4096 4096
 """
 import argparse
+import os
 
 import torch
 
@@ -26,8 +27,9 @@ def main():
     p.add_argument("N", type=int)
     p.add_argument("K", type=int)
     p.add_argument("--layout", default="NT")
-    p.add_argument("--dtype", default="bf16", choices=sorted(DT))
-    p.add_argument("--op", default="ours", choices=["ours", "torch"])
+    # defaults from PROFILE_DTYPE / PROFILE_OP, so a profiler run can set them through the environment
+    p.add_argument("--dtype", default=os.environ.get("PROFILE_DTYPE", "bf16"), choices=sorted(DT))
+    p.add_argument("--op", default=os.environ.get("PROFILE_OP", "ours"), choices=["ours", "torch"])
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--times", action="store_true")
     a = p.parse_args()

@@ -52,7 +52,7 @@ def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
     for (M, N, K, batch, dt), name in zip(cases, got):
         dtype = torch.bfloat16 if dt == 0 else torch.float32
         layout = ["NT", "NT", "NN", "TT"][dt]
-        mm, nn = test_hopper.tile_problem(dtype, M, N, layout)
+        mm, nn = test_hopper.tile_problem(dtype, M, N, layout, batch, K, True if streamk else None)
         tile = (test_hopper.expected_streamk_tile(mm, nn, K, batch, dtype) if streamk
                 else test_hopper.expected_tile(mm, nn, batch, dtype, K))
         want = f"sm90_{'bf16' if dt == 0 else 'tf32'}_{tile}_{layout.lower()}"

@@ -107,16 +107,20 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
     return tile + "streamk" if sk * kb >= sms else tile
 
 
-def tile_problem(dtype, M, N, layout):
-    """The (M, N) the tiles are chosen for: tf32 NN runs as C^T = B^T A^T."""
-    return (N, M) if dtype == torch.float32 and layout == "NN" else (M, N)
+def tile_problem(dtype, M, N, layout, batch=1, K=0, streamk=None):
+    """The (M, N) the tiles are chosen for: tf32 runs as C^T = B^T A^T in NN,
+    and in NT where M <= 64 < N unless the swapped tiles would split K."""
+    if dtype == torch.float32 and (layout == "NN" or (
+            layout == "NT" and M <= 64 < N and "sk" not in expected_tile(N, M, batch, dtype, K, streamk))):
+        return (N, M)
+    return (M, N)
 
 
 def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """The config that runs (after any staging copy).  tf32 NN / TT run a
     register-A kernel unless their tiles split K or the MN-major operand's
     leading dimension is not 16-byte aligned: then an NT copy runs."""
-    tile = expected_tile(*tile_problem(dtype, M, N, layout), batch, dtype, K, streamk)
+    tile = expected_tile(*tile_problem(dtype, M, N, layout, batch, K, streamk), batch, dtype, K, streamk)
     if dtype == torch.float32 and layout != "NT" and (
             "sk" in tile or (layout == "TT" and M % 4) or (layout == "NN" and N % 4)):
         return expected_name(dtype, M, N, "NT", batch, K, streamk)
@@ -239,7 +243,7 @@ def test_tf32_register_a(tf32, layout):
     seen = set()
     for M, N, K, batch in TF32_REGISTER_A_SHAPES:
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
-        tile = expected_tile(*tile_problem(torch.float32, M, N, layout), batch or 1, torch.float32, K)
+        tile = expected_tile(*tile_problem(torch.float32, M, N, layout, batch or 1, K), batch or 1, torch.float32, K)
         assert "sk" not in tile, (M, N, K)
         seen.add(tile)
         assert torch.ops.tiled.gemm_kernel_name(a, b) == variant_name(torch.float32, tile, layout), (M, N, K, batch)
@@ -261,6 +265,62 @@ def test_tf32_register_a_not_split(tf32, layout, monkeypatch):
     a, b = make_operands(1024, 1280, 520, torch.float32, "cuda", layout)
     assert kernel_name(a, b) == variant_name(torch.float32, "128x128pp", "NT")
     check(a, b, torch.float32, tol=TF32_TOL)
+
+
+# tf32 NT with M <= 64 < N runs swapped, C^T = B^T A^T (again NT: B^T is
+# the tile-row operand), with C^T's tiles stored transposed by the
+# shared-memory kernels, unless the swapped tiles would split K.
+TF32_NT_SWAP_SHAPES = [  # (M, N, K, batch)
+    (16, 4096, 4096, None),  # stream-K over 128x64 tiles
+    (64, 520, 200, None),  # 128x64, ragged
+    (8, 14336, 520, None),  # 128x128
+    (1, 300, 72, 3),  # one row, batched
+    (33, 1000, 1032, 2),  # the swapped tiles split K: runs as called
+    (40, 1001, 136, None),  # C's rows not 16-byte aligned: checked stores of C^T
+]
+
+
+def test_tf32_nt_swapped_small_m(tf32, monkeypatch):
+    swapped = 0
+    for M, N, K, batch in TF32_NT_SWAP_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        want = expected_name(torch.float32, M, N, "NT", batch or 1, K)
+        swapped += tile_problem(torch.float32, M, N, "NT", batch or 1, K) == (N, M)
+        assert torch.ops.tiled.gemm_kernel_name(a, b) == want, (M, N, K, batch)
+        bias = rand((N,), torch.float32, "cuda") if M % 2 == 0 else None
+        # TMA stores of C^T's boxes against the checked element stores: same bits
+        tma, checked = outputs_under(monkeypatch, a, b, bias, torch.float32, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
+        assert_close_rel(tma, reference(a, b, bias), torch.float32, TF32_TOL)
+        assert torch.equal(tma, checked), (M, N, K, batch)
+        if batch is None:
+            exact_check(M, N, K, torch.float32, "NT", bias=(M % 2 == 1))
+    assert swapped == len(TF32_NT_SWAP_SHAPES) - 1
+    # TILED_SM90_TF32_SWAP_NT=0: never (the 128x64 tiles of the caller's problem)
+    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "0")
+    a, b = make_operands(100, 4096, 4096, torch.float32, "cuda", "NT")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x64streamk", "NT")
+    # =1: every NT whose swapped tiles can store C^T; 4096x100 takes 128x128
+    # tiles (no 128x64 tiles splitting a 65..128-wide N under stream-K)
+    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "1")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x128streamk", "NT")
+    check(a, b, torch.float32, tol=TF32_TOL)
+
+
+def test_tf32_nt_swapped_every_config(tf32, monkeypatch):
+    # Forced swap over the shapes that reach each cooperative config (as the
+    # register-A kernels do for NN), plus 2-CTA clusters.
+    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "1")
+    seen = set()
+    for M, N, K, batch in TF32_REGISTER_A_SHAPES + [(4096, 4096, 1032, None)]:
+        tile = expected_tile(N, M, batch or 1, torch.float32, K)
+        assert "sk" not in tile, (M, N, K)
+        seen.add(tile)
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        assert kernel_name(a, b) == variant_name(torch.float32, tile, "NT"), (M, N, K, batch)
+        check(a, b, torch.float32, bias=(M % 2 == 0), tol=TF32_TOL)
+        if batch is None and M * N <= 2048 * 2048:
+            exact_check(M, N, K, torch.float32, "NT", bias=(M % 2 == 1))
+    assert seen == {"128x64", "128x128", "128x256", "128x192", "128x64streamk", "128x256c2"}, seen
 
 
 def test_f32_without_tf32_is_not_hopper():

@@ -70,10 +70,11 @@ struct KernelArgs {
   int c_quads_aligned;       // 1: every 4-column group (4i .. 4i+3) may be stored as one vector
   int c_via_smem;            // 1: stores go row by row through shared memory (C not 4-column aligned)
   int c_tma;                 // 1: tiles are stored by TMA from shared memory (tmap_c)
-  // 1 (Cfg::kARegs only): the kernel computes C^T = B^T A^T of the caller's
-  // problem (tf32 with a row-major B, whose B^T is this kernel's column-major
-  // A): element (m, n) of this problem goes to c[n * c_row_stride + m], and
-  // bias[m] is added (by TMA where c_tma, else checked stores).
+  // 1 (Cfg::kCTrans only): the kernel computes C^T = B^T A^T of the caller's
+  // problem (tf32 NN, whose B^T is this kernel's column-major A, or tf32 NT
+  // with a small M, see hopper.cu): element (m, n) of this problem goes to
+  // c[n * c_row_stride + m], and bias[m] is added (by TMA where c_tma, else
+  // checked stores).
   int c_trans;
   int group_m;               // grouped raster: tile rows per group (>= 1)
   // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
@@ -126,6 +127,10 @@ struct Sm90Config {
   // tf32 with an M-major A: each consumer thread loads its A fragments from
   // shared memory into registers (wgmma's register-A form), B stays K-major.
   static constexpr bool kARegs = kAMN && sizeof(T) == 4;
+  // tf32 cooperative whole tiles can store C^T's tiles transposed
+  // (KernelArgs::c_trans): the register-A kernels for the caller's NN, the
+  // shared-memory ones for a small-M NT run swapped.
+  static constexpr bool kCTrans = sizeof(T) == 4 && !kPingPong_ && !kSplitK_;
   // Elements of M or N per 128-byte row of an MN-major chunk (one TMA box).
   static constexpr int kMNBox = 128 / static_cast<int>(sizeof(T));
   // CTAs per cluster along M.  2: the pair computes tiles (2p, n) and
@@ -562,7 +567,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const T* bias = static_cast<const T*>(args.bias);
       // First row of the m-th 64-row slab this warpgroup stores.
       auto slab_row = [&](int m) { return static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64; };
-      if constexpr (Cfg::kARegs) {
+      if constexpr (Cfg::kCTrans) {
         if (args.c_trans) {
           // C^T: this thread's rows are columns of the caller's C (and index
           // the bias), its columns are C's rows.
@@ -1096,7 +1101,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // TMA stores where C allows them (16-byte aligned base and strides;
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
   args.c_trans = c.c_trans ? 1 : 0;
-  if (c.c_trans && !Cfg::kARegs) return "sm90: a transposed C needs the register-A kernel";
+  if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a tf32 cooperative kernel";
   CUtensorMap map_c{};
   if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
       pointer_alignment(p.c) >= 16 && tma_stride_ok(p.c_row_stride, es) &&

@@ -250,20 +250,29 @@ using sm90::tma_stride_ok;
   return c;
 }
 
-// Whether the Hopper kernel takes `caller`; if so, the problem it launches
-// (the caller's, or tf32 NN swapped as above) and its Choice (c_trans set
-// when swapped), where asked for.
-bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
-          Choice* choice = nullptr) {
+// A tf32 NT (row-major A, column-major B) with a small M runs swapped as
+// well: C^T = B^T A^T is again NT, now with the big B as the 128-row tile
+// operand and M as the (64-wide) tile's N, so each pipeline stage carries
+// twice the rows of B and half the padding.  Measured on an H100 (tf32
+// sweep, 721f560), NT as called / NN (which always runs swapped) at N = K =
+// 4096: M = 1..64 0.76-0.86 / 0.93-0.95 of cuBLAS.  TILED_SM90_TF32_SWAP_NT=0:
+// never, =1: every tf32 NT whose swapped tiles can store C^T (not split-K).
+[[maybe_unused]] bool tf32_nt_swap_wanted(const GemmProblem& p) {
+  if (p.dtype != DType::f32 || !p.a.row_major() || p.b.row_major()) return false;
+  if (const char* v = setting("TILED_SM90_TF32_SWAP_NT")) return std::strcmp(v, "1") == 0;
+  return p.M <= 64 && p.N > 64;
+}
+
+// Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
+// so, its Choice (c_trans set when swapped).
+bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* choice) {
 #if !defined(TILED_WITH_SM90A)
-  (void)caller;
+  (void)p;
+  (void)swapped;
   (void)dev;
-  (void)launched;
   (void)choice;
   return false;
 #else
-  const bool swapped = tf32_swapped(caller);
-  const GemmProblem p = swapped ? swap_operands(caller) : caller;
   if (dev.sm_major != 9 || dev.sm_minor != 0 || dev.num_sms <= 0) return false;
   int es = 0;
   switch (p.dtype) {
@@ -288,14 +297,31 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
   if (dev.max_smem_per_block_optin < static_cast<size_t>(sm90::tile_smem_bytes(c.tile))) return false;
   // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
   // switches it off (such problems are then staged K-major, as before it).
-  if (p.dtype == DType::f32 && c.a_mn &&
-      (c.pingpong || c.split_k > 1 || setting_is("TILED_SM90_TF32_REGISTER_A", "0")))
-    return false;
+  if (p.dtype == DType::f32 && c.a_mn && setting_is("TILED_SM90_TF32_REGISTER_A", "0")) return false;
+  // C^T is stored by cooperative whole tiles only.
+  if ((c.a_mn || swapped) && (c.pingpong || c.split_k > 1)) return false;
   c.c_trans = swapped;
-  if (launched) *launched = p;
   if (choice) *choice = c;
   return true;
 #endif
+}
+
+// Whether the Hopper kernel takes `caller`; if so, the problem it launches
+// (the caller's, or tf32 swapped as above) and its Choice, where asked for.
+bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
+          Choice* choice = nullptr) {
+  const bool nn = tf32_swapped(caller);
+  if (nn || tf32_nt_swap_wanted(caller)) {
+    const GemmProblem q = swap_operands(caller);
+    if (plan_as(q, true, dev, choice)) {
+      if (launched) *launched = q;
+      return true;
+    }
+    if (nn) return false;  // NN has no unswapped form: dispatch stages an operand
+  }
+  if (!plan_as(caller, false, dev, choice)) return false;
+  if (launched) *launched = caller;
+  return true;
 }
 
 }  // namespace
