@@ -298,8 +298,8 @@ bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* 
   // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
   // switches it off (such problems are then staged K-major, as before it).
   if (p.dtype == DType::f32 && c.a_mn && setting_is("TILED_SM90_TF32_REGISTER_A", "0")) return false;
-  // C^T is stored by cooperative whole tiles only.
-  if ((c.a_mn || swapped) && (c.pingpong || c.split_k > 1)) return false;
+  // Neither a tf32 register A nor a transposed C has ping-pong or split-K kernels.
+  if ((swapped || (p.dtype == DType::f32 && c.a_mn)) && (c.pingpong || c.split_k > 1)) return false;
   c.c_trans = swapped;
   if (choice) *choice = c;
   return true;
