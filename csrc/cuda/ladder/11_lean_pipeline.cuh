@@ -124,7 +124,15 @@ __device__ __forceinline__ void lean_outer(float (&acc)[C::TM][C::TN], const flo
     for (int j = 0; j < C::TN; ++j) acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
 }
 
-template <class C, class Order, bool AXC, bool BXC, bool VEC, bool PREFETCH>
+// Step 106 (SPREAD, with PREFETCH): the copies of tile kt + S no longer
+// follow tile kt's barrier in one burst; they go into tile kt + 1's k-loop,
+// A's at k = 1 and B's at k = 5 (committed there), between the FFMAs.  In
+// step 104's SASS (ncu, 4096^3 NN on an H100) an FFMA a dozen instructions
+// after the burst waits for the last copies to read their address registers,
+// which ptxas hands to the accumulators next (a write-after-read hazard on
+// the long scoreboard): 3.6% of all warp samples on that one instruction.
+// The copy still has ~1.9 k-tiles to land before its barrier.
+template <class C, class Order, bool AXC, bool BXC, bool VEC, bool PREFETCH, bool SPREAD = false>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     lean_kernel(Params<float> p, int64_t tiles_m, int64_t tiles_n, int panel) {
   constexpr int S = C::kStages;
@@ -153,20 +161,30 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     const float* b_src = interior ? B.at(n0 + MapB::x_first(tid), MapB::k_first(tid)) : B.base;
     const int64_t a_kstep = AXC ? C::BK * A.ld : C::BK;
     const int64_t b_kstep = BXC ? C::BK * B.ld : C::BK;
-    auto load = [&](int stage, int64_t kt) {
+    // Tile kt's A / B into slot `stage` (fast path or zero-filling copies).
+    auto load_a = [&](int stage, int64_t kt) {
       float* As = smem + stage * C::kStageFloats;
-      float* Bs = As + C::BK * C::kLdA;
       if (kt < kt_fast) {
         copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(As, a_src + kt * a_kstep, A.ld, tid);
+      } else {
+        const int64_t k0 = kt * C::BK;
+        copy_tile_async<AXC, VEC, C::BM, C::BK, G, C::kLdA>(As, A.at(m0, k0), A.base, A.ld, m_rem,
+                                                            clamp_int(p.K - k0, 0, C::BK), tid);
+      }
+    };
+    auto load_b = [&](int stage, int64_t kt) {
+      float* Bs = smem + stage * C::kStageFloats + C::BK * C::kLdA;
+      if (kt < kt_fast) {
         copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Bs, b_src + kt * b_kstep, B.ld, tid);
       } else {
         const int64_t k0 = kt * C::BK;
-        const int k_rem = clamp_int(p.K - k0, 0, C::BK);
-        copy_tile_async<AXC, VEC, C::BM, C::BK, G, C::kLdA>(As, A.at(m0, k0), A.base, A.ld, m_rem,
-                                                            k_rem, tid);
         copy_tile_async<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Bs, B.at(n0, k0), B.base, B.ld, n_rem,
-                                                            k_rem, tid);
+                                                            clamp_int(p.K - k0, 0, C::BK), tid);
       }
+    };
+    auto load = [&](int stage, int64_t kt) {
+      load_a(stage, kt);
+      load_b(stage, kt);
     };
     float acc[C::TM][C::TN] = {};
     if constexpr (!PREFETCH) {
@@ -206,6 +224,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       float a[2][C::TM], bv[2][C::TN];
       lean_load_frag<C>(a[0], bv[0], smem, smem + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
       int cur = 0;  // slot of tile kt
+      int prev = S - 1;  // slot of tile kt - 1
+      static_assert(!SPREAD || C::BK >= 8, "SPREAD copies at k = 1 and 5 of a k-tile");
       for (int64_t kt = 0; kt < KT; ++kt) {
         const float* As = smem + cur * C::kStageFloats;
         const float* Bs = As + C::BK * C::kLdA;
@@ -215,13 +235,25 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           if (k < C::BK - 1) {
             lean_load_frag<C>(a[(k + 1) & 1], bv[(k + 1) & 1], As, Bs, k + 1, pos.a_off(),
                               pos.b_off());
+            if constexpr (SPREAD) {
+              // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
+              if (kt > 0 && k == 1 && kt - 1 + S < KT) load_a(prev, kt - 1 + S);
+              if (kt > 0 && k == 5) {
+                if (kt - 1 + S < KT) load_b(prev, kt - 1 + S);
+                cp_async_commit();
+              }
+            }
           } else {
             // Every fragment of tile kt is in registers.  Groups committed:
             // S + kt; tile kt+1 is group kt+1, so S-2 may still be pending.
+            // (SPREAD: the group of tile kt - 1 + S was committed in this
+            // k-tile instead of after the previous barrier: the same count.)
             cp_async_wait<S - 2>();
             __syncthreads();  // tile kt+1 published; tile kt's slot retired
-            if (kt + S < KT) load(cur, kt + S);
-            cp_async_commit();
+            if constexpr (!SPREAD) {
+              if (kt + S < KT) load(cur, kt + S);
+              cp_async_commit();
+            }
             // Tile kt+1's first fragments (stale but in-bounds smem after the
             // last tile: never used).
             const float* An = smem + nxt * C::kStageFloats;
@@ -229,6 +261,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           }
           lean_outer<C>(acc, a[k & 1], bv[k & 1]);
         }
+        prev = cur;
         cur = nxt;
       }
       // The last iteration read tile KT's (stale, unused) first fragments
@@ -242,7 +275,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
 // Launches lean_kernel for an f32 problem (every layout; 16-byte copies for
 // X-contiguous operands when aligned, as step 95).
-template <class C, class Order, bool PREFETCH>
+template <class C, class Order, bool PREFETCH, bool SPREAD = false>
 const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
                         const char* f32_only_error) {
   return launch_tiled_f32<C, Order>(
@@ -250,7 +283,8 @@ const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream
       {f32_only_error, "lean SIMT kernel: needs more shared memory per block than this device has",
        "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
       [](auto a, auto b, auto v) {
-        return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, PREFETCH>;
+        return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, PREFETCH,
+                           SPREAD>;
       });
 }
 

@@ -24,6 +24,7 @@
 // steps 96 / 97).  Large problems run kSimtLargeConfig (this file's 128 x 128
 // config, also ladder step 90; candidates 94 / 95 are in simt_tuning.cu).
 #include "08_hilbert.cuh"
+#include "../settings.h"
 #include "ladder_steps.h"
 
 namespace tiled {
@@ -129,7 +130,10 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   }
   // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
   // give it (the launcher says so before launching) takes step 101's.
-  if (ladder::kSimtLargeConfig(p, dev, stream) == nullptr) return nullptr;
+  // TILED_SIMT_SPREAD=1: step 106 instead (104 with the copies spread into
+  // the next k-tile's loop), for A/B runs.
+  const auto large = setting_is("TILED_SIMT_SPREAD", "1") ? &ladder::run_simt_lean_wide_spread : ladder::kSimtLargeConfig;
+  if (large(p, dev, stream) == nullptr) return nullptr;
   return ladder::run_simt_lean_prefetch(p, dev, stream);
 }
 

@@ -2,6 +2,7 @@
 //  103  K-contiguous operand kept as is in shared memory (12_kc_fragments.cuh)
 //  104  step 101's loop on a 128 x 256 block of 8 warps, 1 block / SM
 //  105  103's along-k operand on 104's block
+//  106  104 with the copies spread into the next k-tile's loop
 // Own translation unit so its kernels compile in parallel with
 // simt_tuning{,2}.cu.  See docs/ladder.md (Round 4) for what each should change.
 #include "12_kc_fragments.cuh"
@@ -34,6 +35,10 @@ const char* run_simt_kc(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
 const char* run_simt_lean_wide(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
   return launch_lean<Lean128x256Cfg, HilbertOrder, true>(p, dev, s,
                                                          "ladder step 104 supports float32 only");
+}
+const char* run_simt_lean_wide_spread(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  return launch_lean<Lean128x256Cfg, HilbertOrder, true, true>(p, dev, s,
+                                                               "ladder step 106 supports float32 only");
 }
 const char* run_simt_kc_wide(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
   return launch_kc<Lean128x256Cfg, Lean128x256TallCfg, HilbertOrder>(
