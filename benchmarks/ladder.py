@@ -59,6 +59,7 @@ STEP_NAMES = {
     104: "101 on 128x256, 8 warps, 1 blk/SM",
     105: "103 on 128x256, 8 warps",
     106: "104, copies spread into next k-tile",
+    107: "106 with BK 8, 4 stages",
 }
 DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97, 98, 101, 104]
 # Candidate comparison (paired against cuBLAS): (M, N, K, layouts, steps).

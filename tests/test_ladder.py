@@ -28,8 +28,9 @@ CANDIDATES = [91, 92, 93]               # simt_fast tuning candidates: NN, align
 # 95's tile with a lean main loop (fast-path copies for interior tiles),
 # 103 = 101 with the K-contiguous operand kept along k in shared memory (16-byte
 # copies when aligned), 104 = 101 on a 128x256 block, 105 = 103 on 104's block,
-# 106 = 104 with each k-tile's copies spread into the next k-tile's loop.
-ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105, 106]
+# 106 = 104 with each k-tile's copies spread into the next k-tile's loop, 107 =
+# 106 with BK 8.
+ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105, 106, 107]
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
@@ -242,9 +243,9 @@ def test_staged_transpose_batched():
         _check(_run(a2, b2, 98), a2, b2)
 
 
-@pytest.mark.parametrize("step", [100, 101, 102, 103, 104, 105, 106])
+@pytest.mark.parametrize("step", [100, 101, 102, 103, 104, 105, 106, 107])
 def test_lean_loop_batched_matches_step95(step):
-    """Steps 100-106 give every accumulator step 95's FFMAs in step 95's k
+    """Steps 100-107 give every accumulator step 95's FFMAs in step 95's k
     order (103-105 change the block tile, the thread tile for TT or the order
     across accumulators only): the same bits, also on batches and a broadcast
     operand whose interior blocks take the fast copy path (132 x 260 has full
@@ -265,7 +266,7 @@ def test_lean_loop_batched_matches_step95(step):
         assert torch.equal(out2, _run(a2, b2, 95)), "differs from step 95"
 
 
-@pytest.mark.parametrize("step", [103, 104, 105, 106])
+@pytest.mark.parametrize("step", [103, 104, 105, 106, 107])
 @pytest.mark.parametrize("shape", [(4, 4, 4), (33, 31, 97), (65, 129, 17), (130, 67, 41),
                                    (128, 256, 300), (257, 200, 63), (200, 257, 1000),
                                    (129, 260, 45)],
@@ -275,7 +276,7 @@ def test_along_k_aligned_matches_step95(step, shape):
     into the along-k layout: padded views of ragged sizes (partial chunks at
     the k edge, rows past M / N, interior blocks with a partial last k-tile)
     in the four layouts (TT: the 16 x 8 thread tile), bitwise equal to step
-    95.  104 and 106 ride along (128 x 256 block; 106 copies inside the
+    95.  104, 106 and 107 ride along (128 x 256 block; 106 copies inside the
     next k-tile's loop, also at the fast/edge-path switch of a partial last
     k-tile)."""
     m, n, k = shape
@@ -356,15 +357,17 @@ def test_simt_fast_main_op_batched(strict_fp32):
 
 
 def test_simt_spread_switch(strict_fp32, monkeypatch):
-    # TILED_SIMT_SPREAD=1 runs step 106 for simt_fast's large problems (an
-    # A/B switch): with bias, in every layout, the same bits as step 106.
+    # TILED_SIMT_SPREAD=1 / 2 run step 106 / 107 for simt_fast's large
+    # problems (A/B switches): with bias, in every layout, the same bits as
+    # the step.
     g = _gen(11)
     m, n, k = 2304, 1664, 200  # >= one 128x128 tile per SM: the large config
-    monkeypatch.setenv("TILED_SIMT_SPREAD", "1")
-    for layout in LAYOUTS:
-        a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)
-        b = _mat(k, n, torch.float32, layout[1] == "T", gen=g)
-        bias = torch.randn(n, device="cuda", generator=g)
-        out = torch.ops.tiled.gemm(a, b, bias)
-        _check(out, a, b, bias)
-        assert torch.equal(torch.ops.tiled.gemm(a, b, None), _run(a, b, 106)), layout
+    for setting, step in (("1", 106), ("2", 107)):
+        monkeypatch.setenv("TILED_SIMT_SPREAD", setting)
+        for layout in LAYOUTS:
+            a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)
+            b = _mat(k, n, torch.float32, layout[1] == "T", gen=g)
+            bias = torch.randn(n, device="cuda", generator=g)
+            out = torch.ops.tiled.gemm(a, b, bias)
+            _check(out, a, b, bias)
+            assert torch.equal(torch.ops.tiled.gemm(a, b, None), _run(a, b, step)), (setting, layout)

@@ -30,6 +30,7 @@
 // the smem layout are step 95's, so results are bitwise equal to step 95's.
 #pragma once
 #include <atomic>
+#include <type_traits>
 
 #include "08_hilbert.cuh"
 
@@ -226,7 +227,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       int cur = 0;  // slot of tile kt
       int prev = S - 1;  // slot of tile kt - 1
       static_assert(!SPREAD || C::BK >= 8, "SPREAD copies at k = 1 and 5 of a k-tile");
-      for (int64_t kt = 0; kt < KT; ++kt) {
+      // One k-tile.  FAST (SPREAD only): the copies it issues are fast-path
+      // ones, unconditionally, so the unrolled FFMA stream has no branch;
+      // the loop picks the version once per k-tile.
+      auto ktile = [&](int64_t kt, auto fast) {
+        constexpr bool FAST = decltype(fast)::value;
         const float* As = smem + cur * C::kStageFloats;
         const float* Bs = As + C::BK * C::kLdA;
         const int nxt = cur == S - 1 ? 0 : cur + 1;
@@ -237,11 +242,18 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
                               pos.b_off());
             if constexpr (SPREAD) {
               // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
-              if (kt > 0 && k == 1 && kt - 1 + S < KT) load_a(prev, kt - 1 + S);
-              if (kt > 0 && k == 5) {
-                if (kt - 1 + S < KT) load_b(prev, kt - 1 + S);
-                cp_async_commit();
+              float* Ap = smem + prev * C::kStageFloats;
+              if constexpr (FAST) {
+                if (k == 1)
+                  copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(Ap, a_src + (kt - 1 + S) * a_kstep, A.ld, tid);
+                if (k == 5)
+                  copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Ap + C::BK * C::kLdA,
+                                                                     b_src + (kt - 1 + S) * b_kstep, B.ld, tid);
+              } else {
+                if (kt > 0 && k == 1 && kt - 1 + S < KT) load_a(prev, kt - 1 + S);
+                if (kt > 0 && k == 5 && kt - 1 + S < KT) load_b(prev, kt - 1 + S);
               }
+              if (k == 5 && (FAST || kt > 0)) cp_async_commit();
             }
           } else {
             // Every fragment of tile kt is in registers.  Groups committed:
@@ -263,6 +275,12 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         }
         prev = cur;
         cur = nxt;
+      };
+      for (int64_t kt = 0; kt < KT; ++kt) {
+        if (SPREAD && kt > 0 && kt - 1 + S < kt_fast)
+          ktile(kt, std::true_type{});
+        else
+          ktile(kt, std::false_type{});
       }
       // The last iteration read tile KT's (stale, unused) first fragments
       // after its barrier: one more before the next batch's prologue

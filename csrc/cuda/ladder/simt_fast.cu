@@ -131,8 +131,10 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
   // give it (the launcher says so before launching) takes step 101's.
   // TILED_SIMT_SPREAD=1: step 106 instead (104 with the copies spread into
-  // the next k-tile's loop), for A/B runs.
-  const auto large = setting_is("TILED_SIMT_SPREAD", "1") ? &ladder::run_simt_lean_wide_spread : ladder::kSimtLargeConfig;
+  // the next k-tile's loop), =2: step 107 (106 with BK 8), for A/B runs.
+  const auto large = setting_is("TILED_SIMT_SPREAD", "1")   ? &ladder::run_simt_lean_wide_spread
+                     : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
+                                                            : ladder::kSimtLargeConfig;
   if (large(p, dev, stream) == nullptr) return nullptr;
   return ladder::run_simt_lean_prefetch(p, dev, stream);
 }

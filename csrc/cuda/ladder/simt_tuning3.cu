@@ -3,6 +3,7 @@
 //  104  step 101's loop on a 128 x 256 block of 8 warps, 1 block / SM
 //  105  103's along-k operand on 104's block
 //  106  104 with the copies spread into the next k-tile's loop
+//  107  106 with BK 8 and 4 stages (half the unrolled loop: instruction fetch)
 // Own translation unit so its kernels compile in parallel with
 // simt_tuning{,2}.cu.  See docs/ladder.md (Round 4) for what each should change.
 #include "12_kc_fragments.cuh"
@@ -35,6 +36,14 @@ const char* run_simt_kc(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
 const char* run_simt_lean_wide(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
   return launch_lean<Lean128x256Cfg, HilbertOrder, true>(p, dev, s,
                                                          "ladder step 104 supports float32 only");
+}
+// Step 107: 106 on k-tiles of 8 (4 stages, 49 KB): half of 106's unrolled
+// k-tile (~1200 instructions instead of ~2400) against twice the barriers.
+using Lean128x256K8Cfg = WarpTileCfg<128, 256, 8, 64, 64, 8, 16, /*STAGES=*/4, /*MINB=*/1,
+                                     /*NAMED=*/false>;
+const char* run_simt_lean_wide_k8(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  return launch_lean<Lean128x256K8Cfg, HilbertOrder, true, true>(p, dev, s,
+                                                                 "ladder step 107 supports float32 only");
 }
 const char* run_simt_lean_wide_spread(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
   return launch_lean<Lean128x256Cfg, HilbertOrder, true, true>(p, dev, s,
