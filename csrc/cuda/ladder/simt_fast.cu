@@ -21,8 +21,9 @@
 // Size dispatch (simt_pick below): problems with fewer 128 x 128 tiles than
 // SMs (1024^3: 64; 128 x 4096 x 4096: 32) run sliced-K blocks on 64 x 64 or,
 // when M or N <= 32, 32 x 32 tiles (09_sliced_k.cuh, simt_small.cu; ladder
-// steps 96 / 97).  Large problems run kSimtLargeConfig (this file's 128 x 128
-// config, also ladder step 90; candidates 94 / 95 are in simt_tuning.cu).
+// steps 96 / 97).  Large problems run kSimtLargeConfig (ladder step 106,
+// below; this file's first 128 x 128 config is step 90, later candidates are
+// in simt_tuning*.cu).
 #include "08_hilbert.cuh"
 #include "../settings.h"
 #include "ladder_steps.h"
@@ -98,8 +99,15 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // 0.914/0.827, 2048^3 0.939/0.860 vs 0.904/0.838, 8192^3 0.952 vs 0.929,
 // 4096x14336x4096 0.944/0.872 vs 0.920/0.828, 4096x4096x14336 0.955/0.829
 // vs 0.915/0.799; TN/TT at 4096^3 0.927/0.923 vs 0.906/0.904.
+// Step 106 (104 with each k-tile's copies spread into the next k-tile's
+// loop, on a branch-free fast-path k-tile) measured +2.4-3.1% over 104 at
+// every shape and layout (H100, paired with cuBLAS, d31ff5f): 4096^3 NN /
+// NT / TN / TT 0.910 / 0.908 / 0.914 / 0.942 -> 0.938 / 0.933 / 0.938 /
+// 0.966, 2048^3 0.909 -> 0.934, 8192^3 0.924 -> 0.952, 4096x14336x4096
+// 0.916 -> 0.944, 4096x4096x14336 0.917 -> 0.941; step 107 (106 with BK 8)
+// lost 4-5% to 104.
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
-                                          cudaStream_t) = &run_simt_lean_wide;
+                                          cudaStream_t) = &run_simt_lean_wide_spread;
 
 enum class SimtPick { large, mid, small };
 SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
@@ -130,9 +138,9 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   }
   // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
   // give it (the launcher says so before launching) takes step 101's.
-  // TILED_SIMT_SPREAD=1: step 106 instead (104 with the copies spread into
-  // the next k-tile's loop), =2: step 107 (106 with BK 8), for A/B runs.
-  const auto large = setting_is("TILED_SIMT_SPREAD", "1")   ? &ladder::run_simt_lean_wide_spread
+  // TILED_SIMT_SPREAD=0: step 104 instead (the copies in one burst after
+  // each barrier), =2: step 107 (106 with BK 8), for A/B runs.
+  const auto large = setting_is("TILED_SIMT_SPREAD", "0")   ? &ladder::run_simt_lean_wide
                      : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
                                                             : ladder::kSimtLargeConfig;
   if (large(p, dev, stream) == nullptr) return nullptr;
