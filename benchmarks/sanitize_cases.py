@@ -71,10 +71,29 @@ def main():
         for k in env:
             del os.environ[k]
     del os.environ["TILED_SKINNY_MAXM"]
+    # tf32 NT with M <= 64 < N runs swapped (C^T stored transposed by the
+    # shared-memory kernels): TMA boxes, checked stores (N % 4 != 0), a batch.
+    torch.backends.cuda.matmul.allow_tf32 = True
+    for M, N, K, batch in ((16, 300, 136, 1), (40, 1001, 136, 1), (3, 264, 72, 2)):
+        a = torch.randn(batch, M, K, device="cuda")
+        a = a[0] if batch == 1 else a
+        b = torch.randn(N, K, device="cuda").t()
+        failures += bad_result(a, b, torch.randn(N, device="cuda"), name_prefix="sm90_tf32")
+    torch.backends.cuda.matmul.allow_tf32 = False
     for step in range(1, 9):
         a = torch.randn(65, 63, device="cuda", dtype=torch.float32)
         b = torch.randn(63, 129, device="cuda", dtype=torch.float32)
         torch.ops.tiled.gemm_ladder(a, b, step)
+    # simt_fast's large-problem steps: interior blocks on the copy fast path
+    # (300 x 600: full 128 x 256 blocks), ragged edges, a partial last k-tile.
+    for step in (104, 106, 107):
+        for M, N, K in ((300, 600, 200), (65, 129, 63)):
+            a = torch.randn(M, K, device="cuda")
+            b = torch.randn(K, N, device="cuda")
+            out = torch.ops.tiled.gemm_ladder(a, b, step)
+            if rel_err(out, a.double() @ b.double()) > 1e-5:
+                print(f"BAD ladder step {step} {M}x{N}x{K}")
+                failures += 1
     torch.cuda.synchronize()
     print(f"sanitize cases done, {failures} numerical failures")
     raise SystemExit(1 if failures else 0)
