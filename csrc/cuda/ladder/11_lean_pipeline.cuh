@@ -215,25 +215,21 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       __syncthreads();  // the next batch's prologue overwrites slots still being read
     } else {
       // Step 101: all S slots start filling; the barrier sits before the last k.
-      // SPREAD: slots 0..S-2 here; k-tile kt copies tile kt + S - 1 into the
-      // slot of tile kt - 1 (slot S - 1 at kt = 0, empty until then).
-      constexpr int kPrologue = SPREAD ? S - 1 : S;
 #pragma unroll
-      for (int s = 0; s < kPrologue; ++s) {
+      for (int s = 0; s < S; ++s) {
         if (s < KT) load(s, s);
         cp_async_commit();
       }
-      cp_async_wait<kPrologue - 1>();  // tile 0 (mine)
-      __syncthreads();                 // tile 0 (everyone's)
+      cp_async_wait<S - 1>();  // tile 0 (mine)
+      __syncthreads();         // tile 0 (everyone's)
       float a[2][C::TM], bv[2][C::TN];
       lean_load_frag<C>(a[0], bv[0], smem, smem + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
       int cur = 0;  // slot of tile kt
       int prev = S - 1;  // slot of tile kt - 1
       static_assert(!SPREAD || C::BK >= 8, "SPREAD copies at k = 1 and 5 of a k-tile");
       // One k-tile.  FAST (SPREAD only): the copies it issues are fast-path
-      // ones, unconditionally, so the unrolled FFMA stream has no branch; the
-      // fast k-tiles are a prefix of the loop (interior blocks), run by a
-      // loop of their own.
+      // ones, unconditionally, so the unrolled FFMA stream has no branch;
+      // the loop picks the version once per k-tile.
       auto ktile = [&](int64_t kt, auto fast) {
         constexpr bool FAST = decltype(fast)::value;
         const float* As = smem + cur * C::kStageFloats;
@@ -245,27 +241,25 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
             lean_load_frag<C>(a[(k + 1) & 1], bv[(k + 1) & 1], As, Bs, k + 1, pos.a_off(),
                               pos.b_off());
             if constexpr (SPREAD) {
-              // Tile kt - 1 + S into tile kt - 1's slot (retired at the last
-              // barrier; at kt = 0 the slot the prologue left empty).
+              // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
               float* Ap = smem + prev * C::kStageFloats;
-              const int64_t kn = kt - 1 + S;
               if constexpr (FAST) {
                 if (k == 1)
-                  copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(Ap, a_src + kn * a_kstep, A.ld, tid);
+                  copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(Ap, a_src + (kt - 1 + S) * a_kstep, A.ld, tid);
                 if (k == 5)
-                  copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Ap + C::BK * C::kLdA, b_src + kn * b_kstep,
-                                                                     B.ld, tid);
+                  copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Ap + C::BK * C::kLdA,
+                                                                     b_src + (kt - 1 + S) * b_kstep, B.ld, tid);
               } else {
-                if (k == 1 && kn < KT) load_a(prev, kn);
-                if (k == 5 && kn < KT) load_b(prev, kn);
+                if (kt > 0 && k == 1 && kt - 1 + S < KT) load_a(prev, kt - 1 + S);
+                if (kt > 0 && k == 5 && kt - 1 + S < KT) load_b(prev, kt - 1 + S);
               }
-              if (k == 5) cp_async_commit();
+              if (k == 5 && (FAST || kt > 0)) cp_async_commit();
             }
           } else {
             // Every fragment of tile kt is in registers.  Groups committed:
             // S + kt; tile kt+1 is group kt+1, so S-2 may still be pending.
-            // (SPREAD: S - 1 groups in the prologue and tile kt - 1 + S's in
-            // this k-tile: the same count.)
+            // (SPREAD: the group of tile kt - 1 + S was committed in this
+            // k-tile instead of after the previous barrier: the same count.)
             cp_async_wait<S - 2>();
             __syncthreads();  // tile kt+1 published; tile kt's slot retired
             if constexpr (!SPREAD) {
@@ -282,11 +276,12 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         prev = cur;
         cur = nxt;
       };
-      int64_t kt = 0;
-      if constexpr (SPREAD) {
-        for (; kt - 1 + S < kt_fast; ++kt) ktile(kt, std::true_type{});
+      for (int64_t kt = 0; kt < KT; ++kt) {
+        if (SPREAD && kt > 0 && kt - 1 + S < kt_fast)
+          ktile(kt, std::true_type{});
+        else
+          ktile(kt, std::false_type{});
       }
-      for (; kt < KT; ++kt) ktile(kt, std::false_type{});
       // The last iteration read tile KT's (stale, unused) first fragments
       // after its barrier: one more before the next batch's prologue
       // overwrites that slot (only empty copy groups are pending).
