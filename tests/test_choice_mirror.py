@@ -54,8 +54,8 @@ def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
         dtype = torch.bfloat16 if dt in (0, 4) else torch.float32
         layout = ["NT", "NT", "NN", "TT", "TN"][dt]
         mm, nn = test_hopper.tile_problem(dtype, M, N, layout, batch, K, True if streamk else None)
-        tile = (test_hopper.expected_streamk_tile(mm, nn, K, batch, dtype) if streamk
-                else test_hopper.expected_tile(mm, nn, batch, dtype, K))
+        a_mn = dtype == torch.float32 and layout in ("NN", "TT")  # tf32's register A
+        tile = test_hopper.expected_tile(mm, nn, batch, dtype, K, True if streamk else None, a_mn=a_mn)
         want = f"sm90_{'bf16' if dtype == torch.bfloat16 else 'tf32'}_{tile}_{layout.lower()}"
         if dtype == torch.float32 and layout != "NT" and "sk" in tile:
             want = "none"  # no split-K with a register A: dispatch stages an operand

@@ -47,14 +47,15 @@ def num_sms():
     return torch.cuda.get_device_properties(0).multi_processor_count
 
 
-def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
+def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
     """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides
-    (streamk=True / False: TILED_SM90_STREAMK=1 / 0).
+    (streamk=True / False: TILED_SM90_STREAMK=1 / 0; a_mn: A is M-major).
     16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
     cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
     the pairs need more waves than single tiles, or ping-pong 128x128 tiles
     in clusters when their waves (each costing 0.54) come out cheaper; tf32
-    the same, without ping-pong.  Otherwise 128x64 tiles when
+    the same, without ping-pong, except that a K-major A over <= 8 tile rows
+    takes 128x128 tiles (no cluster) where the weighted waves below say so.  Otherwise 128x64 tiles when
     the 128x128 tiles fill at most half the SMs (unless stream-K takes them and
     N is 65..128), else 128x128 unless 128x256
     needs fewer weighted waves (a 128x128 tile costs 0.5/0.9); a 128x256 grid
@@ -84,6 +85,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None):
         tile = "128x256c2" if w_pairs <= w256 else "128x256"
         if dtype in HALF and w_pp * 54 < (w_pairs if tile.endswith("c2") else w256) * 100:
             tile = "128x128ppc2"  # (16-bit only)
+        if dtype == torch.float32 and not a_mn and tm <= 8 and w128 * 5 < w256 * 9:
+            tile = "128x128"
     elif tiles128 * 2 <= sms and not (
             (streamk if streamk is not None else tiles128 * 4 <= sms and kb >= 128) and 64 < N <= 128):
         tile = "128x64"  # (not where stream-K takes 128x64 tiles that would split a 65..128-wide N)
@@ -120,7 +123,8 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """The config that runs (after any staging copy).  tf32 NN / TT run a
     register-A kernel unless their tiles split K or the MN-major operand's
     leading dimension is not 16-byte aligned: then an NT copy runs."""
-    tile = expected_tile(*tile_problem(dtype, M, N, layout, batch, K, streamk), batch, dtype, K, streamk)
+    tile = expected_tile(*tile_problem(dtype, M, N, layout, batch, K, streamk), batch, dtype, K, streamk,
+                         a_mn=layout in ("NN", "TT"))
     if dtype == torch.float32 and layout != "NT" and (
             "sk" in tile or (layout == "TT" and M % 4) or (layout == "NN" and N % 4)):
         return expected_name(dtype, M, N, "NT", batch, K, streamk)
@@ -243,7 +247,8 @@ def test_tf32_register_a(tf32, layout):
     seen = set()
     for M, N, K, batch in TF32_REGISTER_A_SHAPES:
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
-        tile = expected_tile(*tile_problem(torch.float32, M, N, layout, batch or 1, K), batch or 1, torch.float32, K)
+        tile = expected_tile(*tile_problem(torch.float32, M, N, layout, batch or 1, K), batch or 1, torch.float32, K,
+                             a_mn=True)
         assert "sk" not in tile, (M, N, K)
         seen.add(tile)
         assert torch.ops.tiled.gemm_kernel_name(a, b) == variant_name(torch.float32, tile, layout), (M, N, K, batch)

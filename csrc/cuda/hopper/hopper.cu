@@ -119,8 +119,13 @@ using sm90::tma_stride_ok;
     // tf32 NN 4097x4096x4096 (run as 4096x4097x4096: 8 waves of 128x128
     // against 5 of 128x256) measured 248 TFLOP/s, 0.87-0.91 of cuBLAS, with
     // 128x128 tiles against 343-371 with 128x256 at nearby shapes (tf32
-    // sweep, 721f560).
-    if (!sched) c.tile = Tile::k128x256;
+    // sweep, 721f560).  Except tf32 tiles with A from shared memory over <= 8
+    // tile rows, where the wave rule held: NT 1024x14336x4096 (7 waves of
+    // 128x128 against 4 of 128x256 pairs) measured 1.107-1.122 of cuBLAS
+    // with 128x128 tiles against 0.954-0.963 with 128x256c2 (sweep b8fcd9f,
+    // explore 85401f2).  TILED_SM90_TF32_FEW_ROWS=0: 128x256 there too.
+    const bool wave_rule = p.dtype == DType::f32 && !c.a_mn && tm <= 8 && !setting_is("TILED_SM90_TF32_FEW_ROWS", "0");
+    if (!sched && !wave_rule) c.tile = Tile::k128x256;
   }
   if ((sched && std::strcmp(sched, "pingpong") == 0) || (!sched && auto_pp)) {
     c.tile = Tile::k128x128;
