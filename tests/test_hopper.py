@@ -311,6 +311,18 @@ def test_tf32_nt_swapped_small_m(tf32, monkeypatch):
     check(a, b, torch.float32, tol=TF32_TOL)
 
 
+def test_tf32_few_tile_rows(tf32, monkeypatch):
+    # tf32 with a K-major A over <= 8 tile rows keeps the wave rule's tile:
+    # 1024x14336 (7 waves of 128x128, 4 of 128x256 pairs) runs 128x128;
+    # TILED_SM90_TF32_FEW_ROWS=0 forces 128x256 pairs as for more tile rows.
+    M, N, K = 1024, 14336, 72
+    a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
+    assert expected_tile(M, N, 1, torch.float32, K) == "128x128"
+    check(a, b, torch.float32, tol=TF32_TOL, name=variant_name(torch.float32, "128x128", "NT"))
+    monkeypatch.setenv("TILED_SM90_TF32_FEW_ROWS", "0")
+    check(a, b, torch.float32, tol=TF32_TOL, name=variant_name(torch.float32, "128x256c2", "NT"))
+
+
 def test_tf32_nt_swapped_every_config(tf32, monkeypatch):
     # Forced swap over the shapes that reach each cooperative config (as the
     # register-A kernels do for NN), plus 2-CTA clusters.
