@@ -309,6 +309,20 @@ def test_strict_fp32_stages_column_major_b(layout):
 
 
 @needs_cuda
+@pytest.mark.parametrize("layout", ["NT", "TT"])
+def test_strict_fp32_stage_b_switch(layout, monkeypatch):
+    """TILED_SIMT_STAGE_B=0 (read per call) runs a column-major B in place."""
+    monkeypatch.setenv("TILED_SIMT_STAGE_B", "0")
+    with tf32_mode(False):
+        M, N, K = 2049, 1025, 67
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
+        name = torch.ops.tiled.gemm_kernel_name(a, b)
+        if _is_hopper() or name.endswith("simt_fast"):
+            assert name == "simt_fast", name
+        check(M, N, K, torch.float32, "cuda", layout, bias=True)
+
+
+@needs_cuda
 def test_staging_can_be_disabled_and_small_shapes_skip_it():
     if not _is_hopper():
         pytest.skip("staging targets the sm_90a kernels")

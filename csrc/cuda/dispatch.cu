@@ -127,11 +127,12 @@ StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
 // runs NT ~6% behind NN (H100, 4096^3: 0.88x against 0.93x of cuBLAS).  A
 // row-major copy of B moves 8 K N bytes against the GEMM's 2 M N K flops,
 // ~77 / M of its time at 48 TFLOP/s and 2.5 TB/s: < 4% from M = 2048.
+// TILED_SIMT_STAGE_B=0 reads B in place (for A/B runs).
 constexpr int64_t kMinSimtStagedM = 2048;
 StagingPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
   StagingPlan s;
   if (choose(p, dev) != Family::simt_fast || p.M < kMinSimtStagedM || p.N < kMinStagedDim || p.b.row_major() ||
-      !simt_fast_runs_large(p, dev))
+      !simt_fast_runs_large(p, dev) || setting_is("TILED_SIMT_STAGE_B", "0"))
     return s;
   s.b = stage_as(true, p.K, p.N, 4);
   return s;
