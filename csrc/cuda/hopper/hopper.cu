@@ -123,8 +123,11 @@ using sm90::tma_stride_ok;
     // tile rows, where the wave rule held: NT 1024x14336x4096 (7 waves of
     // 128x128 against 4 of 128x256 pairs) measured 1.107-1.122 of cuBLAS
     // with 128x128 tiles against 0.954-0.963 with 128x256c2 (sweep b8fcd9f,
-    // explore 85401f2).  TILED_SM90_TF32_FEW_ROWS=0: 128x256 there too.
-    const bool wave_rule = p.dtype == DType::f32 && !c.a_mn && tm <= 8 && !setting_is("TILED_SM90_TF32_FEW_ROWS", "0");
+    // explore 85401f2).  TILED_SM90_TF32_FEW_ROWS=0: 128x256 there too; =2:
+    // the wave rule for a register A as well (A/B runs).
+    const char* few = setting("TILED_SM90_TF32_FEW_ROWS");
+    const bool wave_rule = p.dtype == DType::f32 && tm <= 8 && !(few && std::strcmp(few, "0") == 0) &&
+                           (!c.a_mn || (few && std::strcmp(few, "2") == 0));
     if (!sched && !wave_rule) c.tile = Tile::k128x256;
   }
   if ((sched && std::strcmp(sched, "pingpong") == 0) || (!sched && auto_pp)) {
