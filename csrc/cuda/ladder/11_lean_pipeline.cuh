@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       // ones, unconditionally, so the unrolled FFMA stream has no branch;
       // the loop picks the version once per k-tile.
       auto ktile = [&](int64_t kt, auto fast) {
-        constexpr bool FAST = decltype(fast)::value;
+        [[maybe_unused]] constexpr bool FAST = decltype(fast)::value;
         const float* As = smem + cur * C::kStageFloats;
         const float* Bs = As + C::BK * C::kLdA;
         const int nxt = cur == S - 1 ? 0 : cur + 1;
