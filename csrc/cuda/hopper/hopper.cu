@@ -125,9 +125,8 @@ using sm90::tma_stride_ok;
     // with 128x128 tiles against 0.954-0.963 with 128x256c2 (sweep b8fcd9f,
     // explore 85401f2).  TILED_SM90_TF32_FEW_ROWS=0: 128x256 there too; =2:
     // the wave rule for a register A as well (A/B runs).
-    const char* few = setting("TILED_SM90_TF32_FEW_ROWS");
-    const bool wave_rule = p.dtype == DType::f32 && tm <= 8 && !(few && std::strcmp(few, "0") == 0) &&
-                           (!c.a_mn || (few && std::strcmp(few, "2") == 0));
+    const bool wave_rule = p.dtype == DType::f32 && tm <= 8 && !setting_is("TILED_SM90_TF32_FEW_ROWS", "0") &&
+                           (!c.a_mn || setting_is("TILED_SM90_TF32_FEW_ROWS", "2"));
     if (!sched && !wave_rule) c.tile = Tile::k128x256;
   }
   if ((sched && std::strcmp(sched, "pingpong") == 0) || (!sched && auto_pp)) {
