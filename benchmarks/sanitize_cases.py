@@ -52,7 +52,8 @@ def main():
     del os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"]
     # The Hopper kernel's stream-K pieces (partials through the workspace,
     # flags), ragged and batched; the deep-K split-K default; 128x64 tiles
-    # with K split in two; TMA-stored C (the last two: ragged, batched);
+    # with K split in two; TMA-stored C (ragged, batched; then several tiles
+    # per CTA, so boxes are deferred to the next tile's mainloop);
     # 128x192 tiles
     # (forced onto small ragged shapes, which would otherwise take 128x64).
     os.environ["TILED_SKINNY_MAXM"] = "0"
@@ -60,7 +61,10 @@ def main():
     for M, N, K, batch, env in ((200, 300, 1000, 1, {"TILED_SM90_STREAMK": "1"}),
                                 (129, 136, 520, 3, {"TILED_SM90_STREAMK": "1"}), (256, 256, 8192, 1, {}),
                                 (200, 300, 136, 1, N192), (129, 402, 72, 2, N192), (100, 264, 2056, 1, {}),
-                                (256, 520, 136, 1, {}), (130, 264, 72, 3, {})):
+                                (256, 520, 136, 1, {}), (130, 264, 72, 3, {}),
+                                # several tiles per CTA: deferred TMA boxes (128x256c2, 128x128)
+                                (2048, 2304, 72, 1, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
+                                (2048, 2304, 72, 1, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "1"})):
         os.environ.update(env)
         for lay in ("NN", "TT"):
             a = torch.randn(batch, M, K, device="cuda", dtype=torch.bfloat16)
