@@ -49,11 +49,11 @@ if has test; then
   # rather than fails.  A family whose smoke test fails is switched off
   # (TILED_DISABLE_KERNELS) for the rest of the run, and the log says so.
   say "smoke: hopper"
-  timeout 180 $PY -m pytest -x -q tests/test_hopper.py -k "test_a_" >>"$LOG" 2>&1
+  timeout ${SMOKE_TIMEOUT:-180} $PY -m pytest -x -q tests/test_hopper.py -k "test_a_" >>"$LOG" 2>&1
   rc=$?; say "smoke hopper rc=$rc"
   [ $rc -eq 0 ] || export TILED_DISABLE_KERNELS="hopper${TILED_DISABLE_KERNELS:+,$TILED_DISABLE_KERNELS}"
   say "smoke: simt_fast"
-  timeout 180 $PY -m pytest -x -q tests/test_ladder.py -k "simt_fast" >>"$LOG" 2>&1
+  timeout ${SMOKE_TIMEOUT:-180} $PY -m pytest -x -q tests/test_ladder.py -k "simt_fast" >>"$LOG" 2>&1
   rc=$?; say "smoke simt_fast rc=$rc"
   [ $rc -eq 0 ] || export TILED_DISABLE_KERNELS="simt_fast${TILED_DISABLE_KERNELS:+,$TILED_DISABLE_KERNELS}"
   say "tests (TILED_DISABLE_KERNELS=${TILED_DISABLE_KERNELS:-})"

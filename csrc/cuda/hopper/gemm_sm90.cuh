@@ -198,13 +198,16 @@ struct Sm90Config {
   static constexpr int kDeferBoxes = kTmaEpilogue && kElemBytes == 2 && !kPingPong && !kSplitK && kBoxes >= 2
                                          ? (kBoxes / 2 < kDeferMax ? kBoxes / 2 : kDeferMax)
                                          : 0;
-  // Registers per thread after setmaxnreg (384 threads x 168 at launch):
-  // the deferred words need the consumers' 240, which leaves the producer
-  // 32; split-K's reduction after the warpgroups' paths join runs within
-  // the producer's budget too, so it keeps 40 / 232.
+  // Registers per thread after setmaxnreg.  The CTA launches with 384 x 168
+  // (__launch_bounds__(384, 1)) and setmaxnreg only moves registers within
+  // that pool: an .inc waits until the .dec has freed enough, so a split
+  // that does not fit hangs the consumers forever.  The deferred words need
+  // the consumers' 240, which leaves the producer 24; split-K's reduction
+  // after the warpgroups' paths join runs within the producer's budget too,
+  // so it keeps 40 / 232.
   static constexpr int kConsumerRegs = kDeferBoxes > 0 ? 240 : 232;
-  static constexpr int kProducerRegs = kDeferBoxes > 0 ? 32 : 40;
-  static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 65536, "register file");
+  static constexpr int kProducerRegs = kDeferBoxes > 0 ? 24 : 40;
+  static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= kThreads * 168, "the CTA's launch registers");
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 1024 + epilogue_scratch_bytes(kTile);
   static_assert(2 * 8 * kStages <= 1024, "barriers fit their block");
   static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpiRowsBytes && kEpiRowsBytes <= epilogue_scratch_bytes(kTile),
