@@ -53,7 +53,7 @@ def main():
     # The Hopper kernel's stream-K pieces (partials through the workspace,
     # flags), ragged and batched; the deep-K split-K default; 128x64 tiles
     # with K split in two; TMA-stored C (ragged, batched; then several tiles
-    # per CTA, so boxes are deferred to the next tile's mainloop);
+    # per CTA, whose box buffers are reused from tile to tile);
     # 128x192 tiles
     # (forced onto small ragged shapes, which would otherwise take 128x64).
     os.environ["TILED_SKINNY_MAXM"] = "0"
@@ -62,7 +62,7 @@ def main():
                                 (129, 136, 520, 3, {"TILED_SM90_STREAMK": "1"}), (256, 256, 8192, 1, {}),
                                 (200, 300, 136, 1, N192), (129, 402, 72, 2, N192), (100, 264, 2056, 1, {}),
                                 (256, 520, 136, 1, {}), (130, 264, 72, 3, {}),
-                                # several tiles per CTA: deferred TMA boxes (128x256c2, 128x128)
+                                # several tiles per CTA (128x256c2, 128x128)
                                 (2048, 2304, 72, 1, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
                                 (2048, 2304, 72, 1, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "1"})):
         os.environ.update(env)

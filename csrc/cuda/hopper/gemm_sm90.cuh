@@ -77,10 +77,6 @@ struct KernelArgs {
   // checked stores).
   int c_trans;
   int group_m;               // grouped raster: tile rows per group (>= 1)
-  // 1 (c_tma, not c_trans, Cfg::kDeferBoxes > 0): whole tiles store their
-  // last Cfg::kDeferBoxes TMA boxes during the next tile's first k-blocks
-  // (TILED_SM90_DEFER_EPILOGUE=0: all at the end of the tile).
-  int defer_boxes;
   // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
   // wholly at or past M does no math (it still waits on and releases every
   // stage) and skips its (fully masked) epilogue.  TILED_SM90_SMALLM=1.
@@ -181,32 +177,12 @@ struct Sm90Config {
   // then a 1 KB block with 2 barriers of 8 bytes per stage, then the
   // epilogue scratch (hopper.h).
   static constexpr bool kTmaEpilogue = tile_tma_epilogue(kTile);
-  // TMA boxes of C per 64-row slab (64 rows x 128 bytes each) and the
-  // 32-bit words one consumer thread holds of a box once packed.
-  static constexpr int kBoxCols = 128 / kElemBytes;
-  static constexpr int kBoxes = kBN / kBoxCols;
-  static constexpr int kBoxWords = kBoxCols / 8 * 2 * (kElemBytes == 4 ? 2 : 1);
-  // Deferred boxes (cooperative whole tiles; KernelArgs::defer_boxes): at the
-  // end of a tile the first kBoxes - kDeferBoxes boxes are stored at once and
-  // the last kDeferBoxes wait, packed in registers (kBoxWords each), to be
-  // stored one per k-block during the next tile's first k-blocks, while its
-  // wgmmas run.  16-bit outputs; half the boxes, at most two (32
-  // registers), one where the stream-K code shares the kernel (ptxas
-  // spilled the second box's words there).  (tf32's producers spilled with
-  // the 32 registers left to them below, so tf32 stores every box at once.)
-  static constexpr int kDeferMax = kStreamK ? 1 : 2;
-  static constexpr int kDeferBoxes = kTmaEpilogue && kElemBytes == 2 && !kPingPong && !kSplitK && kBoxes >= 2
-                                         ? (kBoxes / 2 < kDeferMax ? kBoxes / 2 : kDeferMax)
-                                         : 0;
   // Registers per thread after setmaxnreg.  The CTA launches with 384 x 168
   // (__launch_bounds__(384, 1)) and setmaxnreg only moves registers within
-  // that pool: an .inc waits until the .dec has freed enough, so a split
-  // that does not fit hangs the consumers forever.  The deferred words need
-  // the consumers' 240, which leaves the producer 24; split-K's reduction
-  // after the warpgroups' paths join runs within the producer's budget too,
-  // so it keeps 40 / 232.
-  static constexpr int kConsumerRegs = kDeferBoxes > 0 ? 240 : 232;
-  static constexpr int kProducerRegs = kDeferBoxes > 0 ? 24 : 40;
+  // that pool: an .inc waits until .decs have freed enough, so a split that
+  // does not fit hangs the consumers (2 x 128 x 240 + 128 x 32 did).
+  static constexpr int kConsumerRegs = 232;
+  static constexpr int kProducerRegs = 40;
   static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= kThreads * 168, "the CTA's launch registers");
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 1024 + epilogue_scratch_bytes(kTile);
   static_assert(2 * 8 * kStages <= 1024, "barriers fit their block");
@@ -511,69 +487,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         a_frag_off[i] = (warp >> 1) * 4096 + k * 128 + ((chunk ^ k) << 4) + (g % 4) * 4;
       }
     }
-    // TMA-store boxes of C.  Each consumer warpgroup has two box buffers in
-    // the epilogue scratch and alternates them box by box; before refilling
-    // one, its thread 0 waits until TMA has read the box stored from it
-    // before (the bulk group before last), then the warpgroup writes the box
-    // (128B-swizzled: the 8 rows a warp store touches land on 8 different
-    // 16-byte chunk positions, no bank conflict), and thread 0 hands it to
-    // TMA, which writes it (clipped at M and N) while the next one is filled.
-    // w: this thread's packed pairs, (8-column group jj, row half h) at
-    // w[(2 jj + h) * words per pair].
-    constexpr int kBoxWords = Cfg::kBoxWords;
-    constexpr int kPairWords = PairBits<T>::kWords;
-    auto store_box = [&](const uint32_t(&w)[kBoxWords], int parity, int col0, int row0, int b) {
-      const uint32_t buf = epi_smem + (2 * cw + parity) * kCBoxBytes;
-      const uint32_t bar = 5 + cw;  // named barriers 5, 6: one per consumer warpgroup
-      if (wg_thread == 0) bulk_wait_group_read<1>();
-      named_barrier_sync(bar, 128);
-#pragma unroll
-      for (int jj = 0; jj < Cfg::kBoxCols / 8; ++jj) {
-        const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t addr = buf + sw128_offset(static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h), byte);
-          const uint32_t* p = &w[(2 * jj + h) * kPairWords];
-          if constexpr (kPairWords == 2) {
-            st_shared_v2(addr, __uint_as_float(p[0]), __uint_as_float(p[1]));
-          } else {
-            st_shared_b32(addr, p[0]);
-          }
-        }
-      }
-      fence_proxy_async_smem();
-      named_barrier_sync(bar, 128);
-      if (wg_thread == 0) {
-        tma_store_3d(&tmap_c, buf, col0, row0, b);
-        bulk_commit_group();
-      }
-    };
-    // Deferred boxes of the previous tile (Cfg::kDeferBoxes): pend_count of
-    // them are left, the next in pend[0], its first column pend_col.
-    constexpr int kDefer = Cfg::kDeferBoxes;
-    uint32_t pend[kDefer > 0 ? kDefer : 1][kBoxWords];
-    int pend_count = 0, pend_col = 0, pend_row = 0, pend_b = 0;
-    auto drain_one = [&]() {
-      store_box(pend[0], (Cfg::kBoxes - pend_count) & 1, pend_col, pend_row, pend_b);
-#pragma unroll
-      for (int i = 0; i + 1 < kDefer; ++i)
-#pragma unroll
-        for (int x = 0; x < kBoxWords; ++x) pend[i][x] = pend[i + 1][x];
-      pend_col += Cfg::kBoxCols;
-      --pend_count;
-    };
-    // One deferred box per k-block, after its wgmmas are issued.
-    auto drain_in_mainloop = [&]() {
-      if constexpr (kDefer > 0) {
-        if (pend_count > 0) drain_one();
-      }
-    };
-    auto drain_all = [&]() {
-      if constexpr (kDefer > 0) {
-        while (pend_count > 0) drain_one();
-      }
-    };
-
     auto mainloop = [&](int kb_from, int kb_to) {
       int prev_stage = 0;
       if constexpr (Cfg::kARegs) {
@@ -598,7 +511,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             wgmma_wait_group<1>();
             if (ks == 0 && kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
           }
-          drain_in_mainloop();
           prev_stage = stage;
           if (++stage == kStages) {
             stage = 0;
@@ -630,7 +542,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           // its stage can go back to the producer.
           wgmma_wait_group<1>();
           if (kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
-          drain_in_mainloop();
           prev_stage = stage;
           if (++stage == kStages) {
             stage = 0;
@@ -657,8 +568,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // Accumulator fragment of m64nNk*: thread (warp w, lane l) holds, for
     // each 8-column group j, rows 16w + l/4 (+8) and columns 8j + 2(l%4) (+1):
     //   acc[4j + 0..1] -> row r, cols c, c+1;  acc[4j + 2..3] -> row r+8.
-    // may_defer: whole tiles (the stream-K owners store everything at once).
-    auto epilogue = [&](const TileCoord& tc, int tile_m, bool may_defer) {
+    auto epilogue = [&](const TileCoord& tc, int tile_m) {
       const int col_base = tc.tn * kBN + 2 * (lane % 4);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
@@ -737,42 +647,55 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           return;
         }
       }
-      // TMA store, box by box (store_box); with defer_boxes the last
-      // kDefer boxes stay packed in pend for the next tile's mainloop.
+      // TMA store: each consumer warpgroup writes its 64-row slab box by box
+      // (64 rows x 128 bytes of C) into one of its two shared-memory buffers
+      // in the 128B-swizzled layout (conflict-free: the 8 rows a warp store
+      // touches land on 8 different 16-byte chunk positions), and one thread
+      // hands the box to TMA, which writes it (clipped at M and N) while the
+      // next box is filled.  Before refilling a buffer, that thread waits
+      // until TMA has read the box stored from it two boxes ago (possibly in
+      // the previous tile).
       if constexpr (Cfg::kTmaEpilogue) {
         if (args.c_tma) {
-          const bool defer = kDefer > 0 && may_defer && args.defer_boxes != 0;
+          constexpr int kBoxCols = 128 / Cfg::kElemBytes;  // 64 bf16 / f16, 32 fp32
+          constexpr int kBoxes = kBN / kBoxCols;
+          const uint32_t bar = 5 + cw;  // named barriers 5, 6: one per consumer warpgroup
 #pragma unroll
           for (int m = 0; m < kSubM; ++m) {
             const int row0 = static_cast<int>(slab_row(m));
 #pragma unroll
-            for (int bx = 0; bx < Cfg::kBoxes; ++bx) {
-              uint32_t w[kBoxWords];
+            for (int bx = 0; bx < kBoxes; ++bx) {
+              const int parity = kBoxes % 2 == 0 ? bx & 1 : epi_boxes++ & 1;
+              const uint32_t buf = epi_smem + (2 * cw + parity) * kCBoxBytes;
+              if (wg_thread == 0) bulk_wait_group_read<1>();
+              named_barrier_sync(bar, 128);
 #pragma unroll
-              for (int jj = 0; jj < Cfg::kBoxCols / 8; ++jj) {
-                const int j = bx * (Cfg::kBoxCols / 8) + jj;
+              for (int jj = 0; jj < kBoxCols / 8; ++jj) {
+                const int j = bx * (kBoxCols / 8) + jj;
+                const int col = col_base + 8 * j;
                 float b0, b1;
-                load_bias_pair(bias, col_base + 8 * j, args.N, b0, b1);
+                load_bias_pair(bias, col, args.N, b0, b1);
+                const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                  uint32_t(&pw)[kPairWords] = *reinterpret_cast<uint32_t(*)[kPairWords]>(&w[(2 * jj + h) * kPairWords]);
-                  PairBits<T>::pack(acc[m][4 * j + 2 * h] + b0, acc[m][4 * j + 2 * h + 1] + b1, pw);
+                  const uint32_t r = static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h);
+                  const uint32_t addr = buf + sw128_offset(r, byte);
+                  const float x = acc[m][4 * j + 2 * h] + b0, y = acc[m][4 * j + 2 * h + 1] + b1;
+                  if constexpr (Cfg::kElemBytes == 4) {
+                    st_shared_v2(addr, x, y);
+                  } else {
+                    uint32_t w[1];
+                    PairBits<T>::pack(x, y, w);
+                    st_shared_b32(addr, w[0]);
+                  }
                 }
               }
-              const int first_deferred = Cfg::kBoxes - kDefer;
-              if (kDefer > 0 && defer && bx >= first_deferred) {
-#pragma unroll
-                for (int x = 0; x < kBoxWords; ++x) pend[bx - first_deferred < 0 ? 0 : bx - first_deferred][x] = w[x];
-              } else {
-                const int parity = Cfg::kBoxes % 2 == 0 ? bx & 1 : epi_boxes++ & 1;
-                store_box(w, parity, tc.tn * kBN + bx * Cfg::kBoxCols, row0, tc.b);
+              fence_proxy_async_smem();
+              named_barrier_sync(bar, 128);
+              if (wg_thread == 0) {
+                tma_store_3d(&tmap_c, buf, tc.tn * kBN + bx * kBoxCols, row0, tc.b);
+                bulk_commit_group();
               }
-            }
-            if (defer) {
-              pend_count = kDefer;
-              pend_col = tc.tn * kBN + (Cfg::kBoxes - kDefer) * Cfg::kBoxCols;
-              pend_row = row0;
-              pend_b = tc.b;
             }
           }
           return;
@@ -962,7 +885,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
           }
         }
-        epilogue(tc, tc.tm, false);
+        epilogue(tc, tc.tm);
       }
     }
 
@@ -1014,7 +937,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
       // idle: the math loop runs no iteration
       const int prev_stage = mainloop(kb_begin, idle ? kb_begin : kb_end);
-      drain_all();  // the previous tile's deferred boxes that K was too short to take
       if constexpr (Cfg::kPingPong) {
         if (unit + unit_stride < total_units) named_barrier_arrive(1 + (cw ^ 1), kOrderThreads);
       }
@@ -1039,9 +961,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         continue;  // one tile per cluster; the reduction follows the cluster barrier below
       }
       if (idle) continue;  // every row of this slab is >= M: nothing to store
-      epilogue(tc, tile_m, true);
+      epilogue(tc, tile_m);
     }
-    drain_all();  // the last tile's deferred boxes
     // The last boxes' global writes are done before the CTA exits.
     if (Cfg::kTmaEpilogue && args.c_tma && wg_thread == 0) bulk_wait_group<0>();
   }
@@ -1203,7 +1124,6 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     sc.box_inner = 128 / es, sc.box_outer = 64;
     args.c_tma = encode_operand_map(&map_c, sc) == nullptr ? 1 : 0;  // else the register stores
   }
-  args.defer_boxes = Cfg::kDeferBoxes > 0 && args.c_tma && !args.c_trans && !setting_is("TILED_SM90_DEFER_EPILOGUE", "0");
   args.c_via_smem = !c_groups_aligned(4) && !checked_only && !c.c_trans && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, full tests, benchmarks.  Stages are
+# picked with STAGES (default "build test bench ladder"; also sass, gdb,
+# sanitizer, dist, ab, cluster, sweep), so a long session can be split over two
+# calls on the same warm machine:
+#   STAGES="build test" bash benchmarks/device_run.sh
+#   STAGES="bench ladder" bash benchmarks/device_run.sh
+# Everything lands in $OUT (default ./device_out): run.log, results/.
+set -uo pipefail
+OUT="${OUT:-$PWD/device_out}"
+mkdir -p "$OUT/results"
+LOG="$OUT/run.log"
+STAGES="${STAGES:-build test bench ladder}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 MAX_JOBS="${MAX_JOBS:-16}" TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0a}"
+export TILED_COMMIT="${TILED_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+PY=${PYTHON:-python3}
+
+say() { echo "=== $(date +%T) $*" | tee -a "$LOG"; }
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+
+say "stages: $STAGES"
+if has build; then
+  { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+    $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+    nvcc --version | tail -1; } >>"$LOG" 2>&1
+  say "build"
+  t0=$(date +%s)
+  TILED_PTXAS_VERBOSE=1 $PY setup.py build_ext --inplace >"$OUT/build_full.log" 2>&1
+  rc=$?
+  grep -E "error|warning|ptxas info.*Compiling entry|registers|spill" "$OUT/build_full.log" \
+    | grep -v "0 bytes spill stores, 0 bytes spill loads" | tail -150 >>"$LOG"
+  [ $rc -eq 0 ] || grep -B2 -A6 -E "error|FAILED" "$OUT/build_full.log" | head -80 >>"$LOG"
+  rm -f "$OUT/build_full.log"
+  say "build rc=$rc in $(( $(date +%s) - t0 )) s"
+  nm -C torch_tiled_gemm/_C*.so | grep -E "_M_insert<long>" >>"$LOG"
+  [ $rc -eq 0 ] || exit $rc
+fi
+if has sass; then
+  so=$(ls torch_tiled_gemm/_C*.so)
+  cuobjdump --dump-sass "$so" > /tmp/sass.txt 2>&1
+  say "sass: per-kernel counts of HGMMA / FFMA / LDS / LDG / LDL / STL"
+  awk '/Function :/{name=$3} /HGMMA/{h[name]++} /FFMA/{f[name]++} /LDL|STL/{l[name]++}
+       END{for (n in f) printf "%-90s FFMA %6d HGMMA %5d LDL/STL %d\n", substr(n,1,90), f[n], h[n], l[n];
+           for (n in h) if (!(n in f)) printf "%-90s FFMA %6d HGMMA %5d LDL/STL %d\n", substr(n,1,90), 0, h[n], l[n]}' \
+       /tmp/sass.txt >>"$LOG"
+fi
+if has test; then
+  # New kernels first, each alone under a hard timeout: a barrier bug hangs
+  # rather than fails.  A family whose smoke test fails is switched off
+  # (TILED_DISABLE_KERNELS) for the rest of the run, and the log says so.
+  say "smoke: hopper"
+  timeout ${SMOKE_TIMEOUT:-180} $PY -m pytest -x -q tests/test_hopper.py -k "test_a_" >>"$LOG" 2>&1
+  rc=$?; say "smoke hopper rc=$rc"
+  [ $rc -eq 0 ] || export TILED_DISABLE_KERNELS="hopper${TILED_DISABLE_KERNELS:+,$TILED_DISABLE_KERNELS}"
+  say "smoke: simt_fast"
+  timeout ${SMOKE_TIMEOUT:-180} $PY -m pytest -x -q tests/test_ladder.py -k "simt_fast" >>"$LOG" 2>&1
+  rc=$?; say "smoke simt_fast rc=$rc"
+  [ $rc -eq 0 ] || export TILED_DISABLE_KERNELS="simt_fast${TILED_DISABLE_KERNELS:+,$TILED_DISABLE_KERNELS}"
+  say "tests (TILED_DISABLE_KERNELS=${TILED_DISABLE_KERNELS:-})"
+  timeout ${TEST_TIMEOUT:-480} $PY -m pytest -q -rfEs -p timeout --timeout=120 -n ${PYTEST_WORKERS:-4} --dist loadfile \
+    tests ${PYTEST_ARGS:-} >"$OUT/tests.log" 2>&1
+  rc=$?
+  grep -E "^(FAILED|ERROR)|passed|failed|crashed|node down" "$OUT/tests.log" | tail -60 >>"$LOG"
+  say "tests rc=$rc (full output: tests.log)"
+fi
+if has gdb; then
+  # C++ backtrace of a crash, with the CUDA debugger (the image has no gdb).
+  say "gdb: ${GDB_SNIPPET:-}"
+  cuda-gdb -batch -ex run -ex bt --args $PY -c "${GDB_SNIPPET:-import torch}" 2>&1 | grep -vE "^\[New Thread|^\[Thread" | tail -40 >>"$LOG"
+fi
+if has sanitizer; then
+  say "compute-sanitizer memcheck + racecheck on small/remainder shapes"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 $PY benchmarks/sanitize_cases.py >>"$LOG" 2>&1
+    say "sanitizer $tool rc=$?"
+  done
+fi
+if has bench; then
+  say "bench"
+  timeout ${BENCH_TIMEOUT:-420} $PY -m torch_tiled_gemm.bench ${BENCH_ARGS:-} --out "$OUT/results" >>"$LOG" 2>&1
+  say "bench rc=$?"
+fi
+if has cluster; then
+  say "bench: 2-CTA cluster variant (TILED_SM90_CLUSTER=2), quick shapes"
+  TILED_SM90_CLUSTER=2 timeout 200 $PY -m torch_tiled_gemm.bench --quick --tag cluster2 --out "$OUT/results" 2>/dev/null \
+    | grep -E "^\| gemm \| (bf16|fp16)|geometric" >>"$LOG"
+fi
+if has dist; then
+  # Two or more GPUs: NCCL tests and the torchrun example (multicast stays off).
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  ngpu=$($PY -c "import torch; print(torch.cuda.device_count())")
+  say "dist: $ngpu GPUs"
+  timeout 240 $PY -m pytest -q -rs tests/test_distributed.py tests/test_cuda_runtime.py 2>&1 | tail -15 >>"$LOG"
+  if [ "$ngpu" -ge 2 ]; then
+    timeout 200 torchrun --nproc-per-node 2 examples/train_distributed.py 2>&1 | grep -vE "^(W|I)[0-9]{4}" | tail -30 >>"$LOG"
+    say "dist example rc=${PIPESTATUS[0]}"
+  fi
+fi
+if has ab; then
+  # A/B of opt-in kernel variants: AB_VARIANTS="tag:VAR=val,VAR2=val tag2:..."
+  # (quick shapes; compact rows into the log, files outside $OUT).
+  for v in ${AB_VARIANTS:-}; do
+    tag=${v%%:*}; envs=${v#*:}
+    say "ab: $tag ($envs)"
+    env $(echo "$envs" | tr ',' ' ') timeout 200 $PY -m torch_tiled_gemm.bench ${AB_ARGS:---quick} --tag "$tag" --out /tmp/ab 2>/dev/null \
+      | grep -E "^\| gemm \| (bf16|fp16|tf32)|^\| linear|geometric" | cut -d'|' -f3-8,11 >>"$LOG"
+  done
+fi
+if has ladder; then
+  say "ladder"
+  timeout ${LADDER_TIMEOUT:-300} $PY benchmarks/ladder.py --out "$OUT/results" >>"$LOG" 2>&1
+  say "ladder rc=$?"
+fi
+if has sweep; then
+  say "sweep (${SWEEP_DTYPE:-bf16})"
+  timeout ${SWEEP_TIMEOUT:-300} $PY benchmarks/sweep.py --dtype "${SWEEP_DTYPE:-bf16}" --out "$OUT/results" >>"$LOG" 2>&1
+  say "sweep rc=$?"
+fi
+if has explore; then
+  # Settings A/B on chosen shapes, one process: EXPLORE="cases... -- variants..."
+  # e.g. EXPLORE="4096x4096x4096 128x4096x4096:NT -- base:- coop:TILED_SM90_SCHEDULE=cooperative"
+  say "explore: ${EXPLORE:-}"
+  cases=${EXPLORE%% -- *}; variants=${EXPLORE#* -- }
+  timeout ${EXPLORE_TIMEOUT:-300} $PY benchmarks/explore.py --dtype "${EXPLORE_DTYPE:-bf16}" --cases $cases \
+    --variants $variants --out "$OUT/results" >>"$LOG" 2>&1
+  say "explore rc=$?"
+fi
+if has ncu; then
+  # Nsight Compute on chosen cases: NCU_CASES="M,N,K,layout,ENV=v;ENV2=v ..." (env part optional;
+  # PROFILE_DTYPE=fp32 / PROFILE_OP=torch pick profile_case.py's dtype / cuBLAS's side),
+  # the first matching kernel after 3 warm-up calls; one text report per case in $OUT/ncu.
+  mkdir -p "$OUT/ncu"
+  for c in ${NCU_CASES:-}; do
+    IFS=, read -r m n k lay envs <<<"$c"
+    name="${m}x${n}x${k}-${lay}${envs:+-$(echo "$envs" | tr ';=' '_-')}"
+    say "ncu: $name"
+    env $(echo "${envs:-}" | tr ';' ' ') timeout 120 ncu --clock-control none -k "regex:${NCU_KERNELS:-sm90_gemm|skinny_kernel|simt|ladder}" \
+      --launch-skip 3 --launch-count 1 --set full --import-source no \
+      ${NCU_SOURCE:+-o "/tmp/$name"} $PY benchmarks/profile_case.py "$m" "$n" "$k" --layout "$lay" --iters 5 \
+      >"$OUT/ncu/$name.txt" 2>&1
+    say "ncu rc=$? ($(grep -m1 -E 'Duration' "$OUT/ncu/$name.txt" | tr -s ' '))"
+    if [ -n "${NCU_SOURCE:-}" ] && [ -f "/tmp/$name.ncu-rep" ]; then
+      # Per-SASS-instruction stall samples (where the warps wait) and every collected metric.
+      ncu -i "/tmp/$name.ncu-rep" --page source --csv --print-source sass >"$OUT/ncu/$name.sass.csv" 2>&1
+      ncu -i "/tmp/$name.ncu-rep" --page raw --csv >"$OUT/ncu/$name.raw.csv" 2>&1
+      ncu -i "/tmp/$name.ncu-rep" --page details >"$OUT/ncu/$name.txt" 2>&1
+    fi
+  done
+fi
+# The device tool returns at most 8 files: pack the result folders (merged
+# with what an earlier call for the same commit packed into $OUT).
+for d in results ncu; do
+  if [ -d "$OUT/$d" ] && [ -n "$(ls -A "$OUT/$d")" ]; then
+    [ -f "$OUT/$d.tgz" ] && tar -xzf "$OUT/$d.tgz" -C "$OUT" --skip-old-files --wildcards "*${TILED_COMMIT}*" 2>/dev/null
+    tar -czf "$OUT/$d.tgz" -C "$OUT" "$d" && rm -rf "${OUT:?}/$d"
+  fi
+done
+say "done"

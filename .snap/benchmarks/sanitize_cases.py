@@ -1,0 +1,107 @@
+"""Small and remainder shapes through every kernel family, for compute-sanitizer.
+
+Kept tiny: under the sanitizer each launch runs orders of magnitude slower.
+"""
+import os
+
+import torch
+
+import torch_tiled_gemm  # noqa: F401
+from torch_tiled_gemm.bench import _layout as layouts, rel_err
+
+SHAPES = [(1, 1, 1), (7, 13, 5), (65, 129, 63), (129, 257, 72), (200, 300, 136)]
+
+
+def bad_result(a, b, bias=None, name_prefix=""):
+    """Runs the op; True (after printing why) when the result is off or a
+    kernel not starting with name_prefix ran."""
+    name = torch.ops.tiled.gemm_kernel_name(a, b)
+    out = torch.ops.tiled.gemm(a, b, bias)
+    ref = a.double() @ b.double() + (bias.double() if bias is not None else 0)
+    err = rel_err(out, ref)
+    if err < 2e-2 and name.startswith(name_prefix):
+        return False
+    print(f"BAD {a.dtype} {tuple(a.shape)} x {tuple(b.shape)} {name}: rel err {err:.2e}")
+    return True
+
+
+def main():
+    failures = 0
+    for dtype, tf32 in ((torch.float32, False), (torch.float32, True), (torch.bfloat16, False),
+                        (torch.float16, False), (torch.float64, False)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        for M, N, K in SHAPES:
+            for lay in ("NN", "NT", "TN", "TT"):
+                a = layouts(torch.randn(M, K, device="cuda", dtype=dtype), lay[0])
+                b = layouts(torch.randn(K, N, device="cuda", dtype=dtype), lay[1])
+                bias = torch.randn(N, device="cuda", dtype=dtype)
+                failures += bad_result(a, b, bias)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    # The skinny kernel (min(M, N) <= 64, 16-byte aligned): ragged M/N/K in
+    # padded storage, the swapped orientation, both split reductions.
+    for M, N, K, splits, cluster in ((3, 136, 72, "2", "1"), (17, 200, 520, "4", "1"), (40, 130, 264, "3", "0"),
+                                     (300, 9, 200, "2", "1"), (64, 128, 1000, "8", "0")):
+        os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"] = splits, cluster
+        for lay in ("NN", "NT", "TN", "TT"):
+            store_a = torch.randn(M, K + 8, device="cuda", dtype=torch.bfloat16)
+            a = store_a[:, :K] if lay[0] == "N" else torch.randn(K, M + 8 - M % 8, device="cuda",
+                                                                 dtype=torch.bfloat16)[:, :M].t()
+            b = torch.randn(K, N + 8 - N % 8, device="cuda", dtype=torch.bfloat16)[:, :N] if lay[1] == "N" else \
+                torch.randn(N, K + 8, device="cuda", dtype=torch.bfloat16)[:, :K].t()
+            failures += bad_result(a, b, name_prefix="skinny")
+    del os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"]
+    # The Hopper kernel's stream-K pieces (partials through the workspace,
+    # flags), ragged and batched; the deep-K split-K default; 128x64 tiles
+    # with K split in two; TMA-stored C (ragged, batched; then several tiles
+    # per CTA, so boxes are deferred to the next tile's mainloop);
+    # 128x192 tiles
+    # (forced onto small ragged shapes, which would otherwise take 128x64).
+    os.environ["TILED_SKINNY_MAXM"] = "0"
+    N192 = {"TILED_SM90_N192": "1", "TILED_SM90_NARROW": "0"}
+    for M, N, K, batch, env in ((200, 300, 1000, 1, {"TILED_SM90_STREAMK": "1"}),
+                                (129, 136, 520, 3, {"TILED_SM90_STREAMK": "1"}), (256, 256, 8192, 1, {}),
+                                (200, 300, 136, 1, N192), (129, 402, 72, 2, N192), (100, 264, 2056, 1, {}),
+                                (256, 520, 136, 1, {}), (130, 264, 72, 3, {}),
+                                # several tiles per CTA: deferred TMA boxes (128x256c2, 128x128)
+                                (2048, 2304, 72, 1, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
+                                (2048, 2304, 72, 1, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "1"})):
+        os.environ.update(env)
+        for lay in ("NN", "TT"):
+            a = torch.randn(batch, M, K, device="cuda", dtype=torch.bfloat16)
+            a = layouts(a[0], lay[0]) if batch == 1 else a
+            b = layouts(torch.randn(K, N, device="cuda", dtype=torch.bfloat16), lay[1])
+            failures += bad_result(a, b)
+            print(f"sm90 {M}x{N}x{K} batch {batch} {lay}: {torch.ops.tiled.gemm_kernel_name(a, b)}")
+        for k in env:
+            del os.environ[k]
+    del os.environ["TILED_SKINNY_MAXM"]
+    # tf32 NT with M <= 64 < N runs swapped (C^T stored transposed by the
+    # shared-memory kernels): TMA boxes, checked stores (N % 4 != 0), a batch.
+    torch.backends.cuda.matmul.allow_tf32 = True
+    for M, N, K, batch in ((16, 300, 136, 1), (40, 1001, 136, 1), (3, 264, 72, 2)):
+        a = torch.randn(batch, M, K, device="cuda")
+        a = a[0] if batch == 1 else a
+        b = torch.randn(N, K, device="cuda").t()
+        failures += bad_result(a, b, torch.randn(N, device="cuda"), name_prefix="sm90_tf32")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for step in range(1, 9):
+        a = torch.randn(65, 63, device="cuda", dtype=torch.float32)
+        b = torch.randn(63, 129, device="cuda", dtype=torch.float32)
+        torch.ops.tiled.gemm_ladder(a, b, step)
+    # simt_fast's large-problem steps: interior blocks on the copy fast path
+    # (300 x 600: full 128 x 256 blocks), ragged edges, a partial last k-tile.
+    for step in (104, 106, 107):
+        for M, N, K in ((300, 600, 200), (65, 129, 63)):
+            a = torch.randn(M, K, device="cuda")
+            b = torch.randn(K, N, device="cuda")
+            out = torch.ops.tiled.gemm_ladder(a, b, step)
+            if rel_err(out, a.double() @ b.double()) > 1e-5:
+                print(f"BAD ladder step {step} {M}x{N}x{K}")
+                failures += 1
+    torch.cuda.synchronize()
+    print(f"sanitize cases done, {failures} numerical failures")
+    raise SystemExit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

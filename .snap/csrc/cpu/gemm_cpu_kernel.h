@@ -1,0 +1,154 @@
+// Host GEMM kernel, compiled once per instruction set: gemm_cpu.cpp (baseline
+// x86-64 / any CPU) and gemm_cpu_avx2.cpp (AVX2 + FMA), each defining
+// TILED_CPU_ISA to the namespace it lives in and including the headers below
+// first; gemm_cpu.cpp picks one at run time.  No include guard on purpose.
+//
+// The classic three-level blocking.
+//   * the output is cut into MT x NC blocks, one parallel task each
+//     (at::parallel_for), so no two threads write the same element and the
+//     result does not depend on the number of threads;
+//   * K is walked in KC slices; for each slice the task packs its B slice
+//     into NR-column panels once, then its rows MC at a time into MR-row
+//     panels of A (so B is packed M/MT times, not M/MC), both converted to
+//     the accumulator type, so the micro-kernel reads both with unit stride
+//     whatever the operands' layouts are;
+//   * an MR x NR micro-kernel keeps its accumulators in registers and the
+//     compiler vectorises the NR loop.
+#ifndef TILED_CPU_ISA
+#error "define TILED_CPU_ISA before including gemm_cpu_kernel.h"
+#endif
+
+namespace tiled {
+namespace cpu {
+namespace TILED_CPU_ISA {
+
+constexpr int64_t MR = 4;
+constexpr int64_t NR = 16;
+constexpr int64_t MC = 64;    // multiple of MR: rows of A packed at a time
+constexpr int64_t MT = 512;   // multiple of MC: most rows of one task, which reuse one packed B slice
+constexpr int64_t NC = 256;   // multiple of NR
+constexpr int64_t KC = 256;
+
+template <typename T, typename Acc>
+inline Acc load(const T* base, int64_t off) {
+  return static_cast<Acc>(static_cast<float>(base[off]));
+}
+template <>
+inline double load<double, double>(const double* base, int64_t off) {
+  return base[off];
+}
+
+template <typename T, typename Acc>
+struct Task {
+  const GemmProblem& p;
+  const int64_t mt_rows;  // rows per task: MT, or fewer so that every thread gets work
+  std::vector<Acc> a_pack, b_pack, c_acc;
+
+  // Buffers sized for this problem's blocks, not the largest block: small
+  // GEMMs (decode-style M) should not pay for allocating and zeroing 400 KB.
+  Task(const GemmProblem& prob, int64_t rows)
+      : p(prob),
+        mt_rows(rows),
+        a_pack(round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K)),
+        b_pack(round_up(std::min(NC, prob.N), NR) * std::min(KC, prob.K)),
+        c_acc(round_up(std::min(rows, prob.M), MR) * NC) {}
+
+  static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+  // Packs `n` vectors of length kc into panels of R, k-major inside a panel,
+  // zero-padded to a whole panel so the micro-kernel needs no edge code.
+  // Element (i, k) of the block is src[i * i_stride + k * k_stride]: for A's
+  // block i runs over rows of A, for B's over columns of B.
+  template <int64_t R>
+  static void pack(const T* src, int64_t i_stride, int64_t k_stride, int64_t n, int64_t kc, Acc* out) {
+    for (int64_t ip = 0; ip < n; ip += R) {
+      Acc* dst = out + ip * kc;
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t i = 0; i < R; ++i)
+          dst[k * R + i] = (ip + i < n) ? load<T, Acc>(src, (ip + i) * i_stride + k * k_stride) : Acc(0);
+    }
+  }
+
+  // c_acc[row:row+MR, jp:jp+NR] += A panel ip (of the packed m-block) * B panel jp
+  void micro(int64_t ip, int64_t row, int64_t jp, int64_t kc) {
+    const Acc* a = a_pack.data() + ip * kc;
+    const Acc* b = b_pack.data() + jp * kc;
+    Acc acc[MR][NR];
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) acc[i][j] = c_acc[(row + i) * NC + jp + j];
+    for (int64_t k = 0; k < kc; ++k) {
+      const Acc* bk = b + k * NR;
+      const Acc* ak = a + k * MR;
+      for (int64_t i = 0; i < MR; ++i) {
+        const Acc ai = ak[i];
+#pragma omp simd
+        for (int64_t j = 0; j < NR; ++j) acc[i][j] += ai * bk[j];
+      }
+    }
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) c_acc[(row + i) * NC + jp + j] = acc[i][j];
+  }
+
+  void run_block(int64_t batch, int64_t m0, int64_t n0) {
+    const T* A = static_cast<const T*>(p.a.ptr) + batch * p.a.batch_stride;
+    const T* B = static_cast<const T*>(p.b.ptr) + batch * p.b.batch_stride;
+    T* C = static_cast<T*>(p.c) + batch * p.c_batch_stride;
+    const T* bias = static_cast<const T*>(p.bias);
+    const int64_t mt = std::min(mt_rows, p.M - m0), nc = std::min(NC, p.N - n0);
+    std::fill(c_acc.begin(), c_acc.end(), Acc(0));
+    for (int64_t k0 = 0; k0 < p.K; k0 += KC) {
+      const int64_t kc = std::min(KC, p.K - k0);
+      // One packed B slice serves every m-block of the task.
+      pack<NR>(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.col_stride, p.b.row_stride, nc, kc,
+               b_pack.data());
+      for (int64_t mb = 0; mb < mt; mb += MC) {
+        const int64_t mc = std::min(MC, mt - mb);
+        pack<MR>(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc,
+                 a_pack.data());
+        for (int64_t ip = 0; ip < mc; ip += MR)
+          for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, mb + ip, jp, kc);
+      }
+    }
+    for (int64_t i = 0; i < mt; ++i) {
+      T* crow = C + (m0 + i) * p.c_row_stride + n0;
+      for (int64_t j = 0; j < nc; ++j) {
+        Acc v = c_acc[i * NC + j];
+        if (bias) v += load<T, Acc>(bias, n0 + j);
+        crow[j] = static_cast<T>(v);
+      }
+    }
+  }
+};
+
+template <typename T, typename Acc>
+void run(const GemmProblem& p) {
+  const int64_t nblocks = (p.N + NC - 1) / NC;
+  // Fewer rows per task when there would be fewer than two tasks per thread.
+  int64_t rows = MT;
+  while (rows > MC && p.batch * ((p.M + rows - 1) / rows) * nblocks < 2 * at::get_num_threads()) rows /= 2;
+  const int64_t mblocks = (p.M + rows - 1) / rows;
+  const int64_t tasks = p.batch * mblocks * nblocks;
+  // A task is up to rows*NC*K multiply-adds: let small problems stay on one thread.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, rows * NC * p.K / 64));
+  at::parallel_for(0, tasks, grain, [&](int64_t begin, int64_t end) {
+    Task<T, Acc> task(p, rows);
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t batch = t / (mblocks * nblocks);
+      const int64_t rem = t % (mblocks * nblocks);
+      task.run_block(batch, (rem / nblocks) * rows, (rem % nblocks) * NC);
+    }
+  });
+}
+
+void gemm_isa(const GemmProblem& p) {
+  switch (p.dtype) {
+    case DType::f32: return run<float, float>(p);
+    case DType::f64: return run<double, double>(p);
+    case DType::f16: return run<c10::Half, float>(p);
+    case DType::bf16: return run<c10::BFloat16, float>(p);
+  }
+}
+
+}  // namespace TILED_CPU_ISA
+}  // namespace cpu
+}  // namespace tiled

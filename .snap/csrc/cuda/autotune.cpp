@@ -1,0 +1,146 @@
+// The autotuning cache: class keys, candidate settings, the file.  The timing
+// itself is in dispatch.cu, which owns the kernel choice.
+#include "autotune.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace tiled {
+namespace cuda {
+namespace autotune {
+
+namespace {
+
+int64_t pow2_at_least(int64_t v) {
+  int64_t p = 1;
+  while (p < v && p < (int64_t{1} << 40)) p *= 2;
+  return p;
+}
+
+struct Cache {
+  std::mutex mu;
+  std::string path;  // the file `entries` was loaded from
+  std::map<std::string, Settings> entries;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: used until exit
+  return *c;
+}
+
+// Loads `path` into the cache if it is not the file loaded last (mu held).
+void load_locked(Cache& c, const char* path) {
+  if (c.path == path) return;
+  c.path = path;
+  c.entries.clear();
+  // C stdio, not iostreams: see error_message.h on streams in this library.
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return;
+  std::string line;
+  char buf[1024];
+  while (std::fgets(buf, sizeof(buf), f)) {
+    line += buf;
+    if (line.empty() || line.back() != '\n') {
+      if (!std::feof(f)) continue;  // a longer line: keep reading it
+    } else {
+      line.pop_back();
+    }
+    const std::string text = line;
+    line.clear();
+    if (text.empty() || text[0] == '#') continue;
+    const size_t t1 = text.find('\t');
+    const size_t t2 = t1 == std::string::npos ? t1 : text.find('\t', t1 + 1);
+    if (t1 == std::string::npos || t2 == std::string::npos || t1 == 0) continue;
+    c.entries[text.substr(0, t1)] = parse_settings(text.substr(t1 + 1, t2 - t1 - 1));
+  }
+  std::fclose(f);
+}
+
+}  // namespace
+
+const char* cache_path() {
+  const char* v = std::getenv("TILED_AUTOTUNE_CACHE");
+  return v && v[0] != '\0' ? v : nullptr;
+}
+
+std::string class_key(const GemmProblem& p, const DeviceInfo& dev) {
+  std::string gpu(dev.name);
+  for (char& ch : gpu)
+    if (ch == ' ' || ch == '\t' || ch == ';' || ch == '=') ch = '_';
+  std::string key = "gpu=" + gpu + ";sms=" + std::to_string(dev.num_sms) + ";dtype=" + dtype_name(p.dtype);
+  key += std::string(";tf32=") + (p.allow_tf32 ? "1" : "0");
+  key += std::string(";layout=") + (p.a.row_major() ? "n" : "t") + (p.b.row_major() ? "n" : "t");
+  key += ";m=" + std::to_string(pow2_at_least(p.M)) + ";n=" + std::to_string(pow2_at_least(p.N)) +
+         ";k=" + std::to_string(pow2_at_least(p.K)) + ";batched=" + (p.batch > 1 ? "1" : "0");
+  return key;
+}
+
+std::vector<Settings> candidates(const GemmProblem& p) {
+  std::vector<Settings> out{Settings{}};  // the automatic choice
+  const bool half = p.dtype == DType::bf16 || p.dtype == DType::f16;
+  const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
+  if (!half && !tf32) return out;  // strict fp32 / fp64: one kernel per shape
+  if (half && std::min(p.M, p.N) <= 128) {
+    // Small M or N: the skinny kernel's limit, K split and reduction, or the
+    // Hopper kernel instead.
+    out.push_back({{"TILED_SKINNY_MAXM", "0"}});
+    out.push_back({{"TILED_SKINNY_MAXM", "128"}});
+    for (const char* s : {"1", "2", "4", "8"}) out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_SPLITK", s}});
+    out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_CLUSTER", "0"}});
+    out.push_back({{"TILED_SKINNY_DEEP", "1"}});
+    out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_DEEP", "1"}});
+  }
+  if (std::min(p.M, p.N) > 64) {
+    // The Hopper kernel's schedules (ignored where the problem goes elsewhere).
+    out.push_back({{"TILED_SM90_SCHEDULE", "cooperative"}});
+    out.push_back({{"TILED_SM90_SCHEDULE", "pingpong"}});
+    out.push_back({{"TILED_SM90_SCHEDULE", "cooperative"}, {"TILED_SM90_CLUSTER", "2"}});
+    if (half) out.push_back({{"TILED_SM90_SCHEDULE", "pingpong"}, {"TILED_SM90_CLUSTER", "2"}});
+    // K split over clusters (the automatic one is S = 2 where tiles are few).
+    for (const char* s : {"0", "2", "4"}) out.push_back({{"TILED_SM90_SPLITK", s}});
+    // Stream-K over the last partial wave (cooperative tiles without clusters).
+    out.push_back({{"TILED_SM90_STREAMK", "1"}});
+    out.push_back({{"TILED_SM90_STREAMK", "1"}, {"TILED_SM90_CLUSTER", "1"}});
+    // 128x192 tiles forced on / off, and register stores instead of TMA stores.
+    out.push_back({{"TILED_SM90_N192", "1"}});
+    out.push_back({{"TILED_SM90_N192", "0"}});
+    out.push_back({{"TILED_SM90_TMA_EPILOGUE", "0"}});
+  }
+  return out;
+}
+
+bool lookup(const char* path, const std::string& key, Settings* out) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  load_locked(c, path);
+  const auto it = c.entries.find(key);
+  if (it == c.entries.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+Settings store(const char* path, const std::string& key, const Settings& s, double microseconds) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  load_locked(c, path);
+  // First writer wins: a class's setting never changes within a process, so a
+  // workspace sized from one lookup fits the run that follows it.
+  const auto it = c.entries.find(key);
+  if (it != c.entries.end()) return it->second;
+  c.entries[key] = s;
+  char us[32];
+  std::snprintf(us, sizeof(us), "%.2f", microseconds);
+  const std::string line = key + "\t" + format_settings(s) + "\t" + us + "\n";
+  if (std::FILE* f = std::fopen(path, "a")) {
+    std::fputs(line.c_str(), f);
+    std::fclose(f);
+  }
+  return s;
+}
+
+}  // namespace autotune
+}  // namespace cuda
+}  // namespace tiled

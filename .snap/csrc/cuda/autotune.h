@@ -1,0 +1,53 @@
+// Opt-in autotuning of the kernel choice, persisted to a file.
+//
+// Off unless TILED_AUTOTUNE_CACHE names a file.  Then the first GEMM of each
+// problem class — (GPU name, dtype, TF32 allowed, layout, M/N/K rounded up
+// to powers of two, batched or not) — times every candidate setting for its
+// class on the calling stream, keeps the fastest, appends it to the file, and
+// every later GEMM of the class runs it; a later process reads the file
+// back.  A candidate is a set of the families' run-time settings
+// (settings.h): the same variables that A/B benchmarks set in the
+// environment, e.g. TILED_SKINNY_SPLITK=4 or TILED_SM90_SCHEDULE=pingpong.
+// Nothing is tuned while the stream is being captured into a CUDA graph (the
+// class then runs the automatic choice until an eager call tunes it), and
+// the output always comes from one run of the chosen setting, so results are
+// as deterministic as without tuning.
+//
+// File format: one line per class, "<key>\t<settings>\t<microseconds>";
+// '#' starts a comment; for a key seen twice the last line wins; lines that
+// do not parse are ignored.  Torch-free, host only.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "../gemm_problem.h"
+#include "dispatch.h"
+#include "settings.h"
+
+namespace tiled {
+namespace cuda {
+namespace autotune {
+
+// The cache file, or nullptr when autotuning is off (read on every call).
+const char* cache_path();
+
+// The problem's class, as written in the file.
+std::string class_key(const GemmProblem& p, const DeviceInfo& dev);
+
+// The settings worth timing for `p` (the first is always the automatic
+// choice, the empty set).  A single entry means there is nothing to tune.
+std::vector<Settings> candidates(const GemmProblem& p);
+
+// The stored choice for `key` in the file at `path` (loaded on first use, and
+// again when the path changes); false if there is none.
+bool lookup(const char* path, const std::string& key, Settings* out);
+
+// Remembers a choice and appends it to the file (best effort: a file that
+// cannot be written leaves the choice in memory only), unless the class
+// already has one (another thread tuned it first); returns the class's
+// setting.
+Settings store(const char* path, const std::string& key, const Settings& s, double microseconds);
+
+}  // namespace autotune
+}  // namespace cuda
+}  // namespace tiled

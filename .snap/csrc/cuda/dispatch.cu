@@ -1,0 +1,280 @@
+// The one place that picks a kernel for a problem.  Order of preference:
+//   0. the small-M/N tensor-core kernel (bf16, fp16, min(M, N) <= 64): a
+//      stream of the big operand split over every SM;
+//   1. Hopper tensor cores (sm_90a): bf16, fp16, fp32 with allow_tf32;
+//   2. the fast fp32 SIMT kernel (the ladder's last step), for fp32 the tensor
+//      cores do not take;
+//   3. the general SIMT kernel, which takes anything.
+#include "dispatch.h"
+#include "autotune.h"
+#include "hopper/hopper.h"
+#include "settings.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace tiled {
+namespace cuda {
+
+void simt_general_f32(const GemmProblem& p, cudaStream_t stream);
+void simt_general_f64(const GemmProblem& p, cudaStream_t stream);
+void simt_general_f16(const GemmProblem& p, cudaStream_t stream);
+void simt_general_bf16(const GemmProblem& p, cudaStream_t stream);
+
+const char* simt_general_gemm(const GemmProblem& p, const DeviceInfo&, cudaStream_t stream) {
+  switch (p.dtype) {
+    case DType::f32: simt_general_f32(p, stream); break;
+    case DType::f64: simt_general_f64(p, stream); break;
+    case DType::f16: simt_general_f16(p, stream); break;
+    case DType::bf16: simt_general_bf16(p, stream); break;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// TILED_DISABLE_KERNELS=hopper,simt_fast (read once) takes families out of
+// the choice: a way to bisect a suspected kernel bug, or to compare against
+// the fallback, without rebuilding.
+bool disabled(const char* family) {
+  static const std::string list = [] {
+    const char* v = std::getenv("TILED_DISABLE_KERNELS");
+    return std::string(",") + (v ? v : "") + ",";
+  }();
+  return list.find(std::string(",") + family + ",") != std::string::npos;
+}
+
+enum class Family { skinny, hopper, simt_fast, simt_general };
+
+Family choose(const GemmProblem& p, const DeviceInfo& dev) {
+  if (!disabled("skinny") && skinny_can_run(p, dev)) return Family::skinny;
+  if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
+  // fp32 the tensor cores did not take: strict fp32, or TF32 allowed but the
+  // problem too small to stage / the GPU not a Hopper.  Allowing TF32 permits
+  // strict fp32 math too, and simt_fast is the fastest fp32 SIMT kernel (the
+  // general one measured 0.06x cuBLAS on 16x4096x4096 with TF32 allowed).
+  if (p.dtype == DType::f32 && !disabled("simt_fast") && simt_fast_can_run(p, dev)) return Family::simt_fast;
+  return Family::simt_general;
+}
+
+}  // namespace
+
+// Below this the copy is not paid back: with M or N this small the GEMM is
+// memory-bound anyway and the SIMT kernel reads each operand once.
+constexpr int64_t kMinStagedDim = 64;
+
+Operand staged_operand(const StagedOperand& s, int64_t rows, int64_t cols, bool batched, const void* ptr) {
+  Operand o;
+  o.ptr = ptr;
+  o.row_stride = s.row_major ? s.ld : 1;
+  o.col_stride = s.row_major ? 1 : s.ld;
+  o.batch_stride = batched ? (s.row_major ? rows : cols) * s.ld : 0;
+  return o;
+}
+
+namespace {
+
+StagedOperand stage_as(bool row_major, int64_t rows, int64_t cols, int64_t align) {
+  StagedOperand s;
+  s.on = true;
+  s.row_major = row_major;
+  const int64_t inner = row_major ? cols : rows;
+  s.ld = (inner + align - 1) / align * align;
+  return s;
+}
+
+}  // namespace
+
+namespace {
+
+// The tensor-core kernel: the cheapest set of aligned copies (16-bit operands
+// keep their layout, tf32 ones are made K-major) that lets it run.
+StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
+  StagingPlan none;
+  const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
+  const bool tensor_core_dtype = p.dtype == DType::bf16 || p.dtype == DType::f16 || tf32;
+  if (!tensor_core_dtype || disabled("hopper")) return none;
+  if (std::min(p.M, p.N) < kMinStagedDim || hopper_can_run(p, dev)) return none;
+  const int64_t align = 16 / dtype_size(p.dtype);
+  const StagedOperand sa = stage_as(tf32 ? true : p.a.row_major(), p.M, p.K, align);
+  const StagedOperand sb = stage_as(tf32 ? false : p.b.row_major(), p.K, p.N, align);
+  // Any 256-byte aligned address stands in for the caching allocator's blocks.
+  const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
+  // Cheapest first: the smaller operand alone, the other alone, then both.
+  const bool a_first = p.M <= p.N;
+  const int order[3] = {a_first ? 1 : 2, a_first ? 2 : 1, 3};
+  for (int mask : order) {
+    StagingPlan s;
+    GemmProblem q = p;
+    if (mask & 1) {
+      s.a = sa;
+      q.a = staged_operand(sa, p.M, p.K, p.a.batch_stride != 0, aligned);
+    }
+    if (mask & 2) {
+      s.b = sb;
+      q.b = staged_operand(sb, p.K, p.N, p.b.batch_stride != 0, aligned);
+    }
+    if (hopper_can_run(q, dev)) return s;
+  }
+  return none;
+}
+
+// fp32 on the SIMT kernel: its large config reads a column-major
+// (K-contiguous) B with 4-byte transposing copies into shared memory and
+// runs NT ~6% behind NN (H100, 4096^3: 0.88x against 0.93x of cuBLAS).  A
+// row-major copy of B moves 8 K N bytes against the GEMM's 2 M N K flops,
+// ~77 / M of its time at 48 TFLOP/s and 2.5 TB/s: < 4% from M = 2048.
+// TILED_SIMT_STAGE_B=0 reads B in place (for A/B runs).
+constexpr int64_t kMinSimtStagedM = 2048;
+StagingPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
+  StagingPlan s;
+  if (choose(p, dev) != Family::simt_fast || p.M < kMinSimtStagedM || p.N < kMinStagedDim || p.b.row_major() ||
+      !simt_fast_runs_large(p, dev) || setting_is("TILED_SIMT_STAGE_B", "0"))
+    return s;
+  s.b = stage_as(true, p.K, p.N, 4);
+  return s;
+}
+
+}  // namespace
+
+StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
+  if (disabled("staging")) return StagingPlan{};
+  const StagingPlan tc = tensor_core_plan(p, dev);
+  return tc.any() ? tc : simt_plan(p, dev);
+}
+
+namespace {
+
+// The automatic choice under whatever settings are active (settings.h).
+size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
+  switch (choose(p, dev)) {
+    case Family::skinny: return skinny_workspace_bytes(p, dev);
+    case Family::hopper: return hopper_workspace_bytes(p, dev);
+    default: return 0;
+  }
+}
+
+const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
+  switch (choose(p, dev)) {
+    case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
+    case Family::hopper: return hopper_gemm(p, dev, stream, workspace);
+    case Family::simt_fast: return simt_fast_gemm(p, dev, stream);
+    case Family::simt_general: break;
+  }
+  return simt_general_gemm(p, dev, stream);
+}
+
+const char* name_untuned(const GemmProblem& p, const DeviceInfo& dev) {
+  switch (choose(p, dev)) {
+    case Family::skinny: return skinny_config_name(p, dev);
+    case Family::hopper: return hopper_config_name(p, dev);
+    case Family::simt_fast: return "simt_fast";
+    case Family::simt_general: break;
+  }
+  return "simt_general";
+}
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;  // unknown: do not time anything
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Times every candidate on `stream` (1 warm-up + 3 timed runs each), returns
+// the fastest's index and its time per run; -1 when nothing ran.
+int time_candidates(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace,
+                    const std::vector<Settings>& cands, double* best_us) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (start) cudaEventDestroy(start);
+    return -1;
+  }
+  int best = -1;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    SettingsScope scope(&cands[i]);
+    if (workspace_untuned(p, dev) > 0 && workspace == nullptr) continue;
+    if (gemm_untuned(p, dev, stream, workspace) != nullptr || cudaGetLastError() != cudaSuccess) continue;
+    cudaEventRecord(start, stream);
+    bool ok = true;
+    for (int r = 0; r < 3 && ok; ++r) ok = gemm_untuned(p, dev, stream, workspace) == nullptr;
+    cudaEventRecord(stop, stream);
+    float ms = 0.f;
+    if (!ok || cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    const double us = 1000.0 * ms / 3;
+    if (best < 0 || us < *best_us) {
+      best = static_cast<int>(i);
+      *best_us = us;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+// The stored setting of p's class; false when autotuning is off or the class
+// has none yet.
+bool stored_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
+  const char* path = autotune::cache_path();
+  return path && autotune::lookup(path, autotune::class_key(p, dev), out);
+}
+
+}  // namespace
+
+// With TILED_AUTOTUNE_CACHE set (autotune.h), the problem's class runs its
+// stored setting; an untuned class gets the largest workspace any candidate
+// needs and is timed on its first eager call.
+size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
+  if (!autotune::cache_path()) return workspace_untuned(p, dev);
+  Settings chosen;
+  if (stored_setting(p, dev, &chosen)) {
+    SettingsScope scope(&chosen);
+    return workspace_untuned(p, dev);
+  }
+  size_t most = 0;
+  for (const Settings& c : autotune::candidates(p)) {
+    SettingsScope scope(&c);
+    most = std::max(most, workspace_untuned(p, dev));
+  }
+  return most;
+}
+
+const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
+  const char* path = autotune::cache_path();
+  if (!path) return gemm_untuned(p, dev, stream, workspace);
+  const std::string key = autotune::class_key(p, dev);
+  Settings chosen;
+  if (!autotune::lookup(path, key, &chosen)) {
+    const std::vector<Settings> cands = autotune::candidates(p);
+    if (cands.size() < 2 || capturing(stream)) return gemm_untuned(p, dev, stream, workspace);
+    double us = 0;
+    const int best = time_candidates(p, dev, stream, workspace, cands, &us);
+    if (best < 0) return gemm_untuned(p, dev, stream, workspace);
+    chosen = autotune::store(path, key, cands[best], us);
+  }
+  // The output comes from one run of the chosen setting (the timed runs of
+  // the other candidates wrote it too, with other rounding).
+  SettingsScope scope(&chosen);
+  if (workspace == nullptr && workspace_untuned(p, dev) > 0)
+    return "autotune: the stored setting needs a workspace that was not allocated (cache file changed?)";
+  return gemm_untuned(p, dev, stream, workspace);
+}
+
+const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {
+  Settings chosen;
+  if (!stored_setting(p, dev, &chosen)) return name_untuned(p, dev);
+  SettingsScope scope(&chosen);
+  return name_untuned(p, dev);
+}
+
+}  // namespace cuda
+}  // namespace tiled

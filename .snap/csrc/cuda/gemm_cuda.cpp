@@ -1,0 +1,144 @@
+// CUDA implementation of the tiled ops: checks, device guard, current
+// stream, then the torch-free dispatch layer.
+// Only c10/cuda headers: ATen/cuda/CUDAContext.h would pull in the cuBLAS and
+// cuSPARSE headers, which a bare CUDA toolkit need not have.
+#include <ATen/Context.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+#include "../error_message.h"
+#include "../problem_builder.h"
+#include "dispatch.h"
+
+namespace tiled {
+namespace {
+
+const cuda::DeviceInfo& device_info(int device) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<cuda::DeviceInfo>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<int>(cache.size()) <= device) cache.resize(device + 1);
+  if (!cache[device]) {
+    cudaDeviceProp prop_storage;
+    C10_CUDA_CHECK(cudaGetDeviceProperties(&prop_storage, device));
+    const cudaDeviceProp* prop = &prop_storage;
+    auto info = std::make_unique<cuda::DeviceInfo>();
+    info->sm_major = prop->major;
+    info->sm_minor = prop->minor;
+    info->num_sms = prop->multiProcessorCount;
+    info->max_smem_per_block_optin = prop->sharedMemPerBlockOptin;
+    info->l2_bytes = prop->l2CacheSize;
+    std::snprintf(info->name, sizeof(info->name), "%s", prop->name);
+    cache[device] = std::move(info);
+  }
+  return *cache[device];
+}
+
+
+bool allow_tf32() { return at::globalContext().allowTF32CuBLAS(); }
+
+// The operand `o` of `storage` as a [batch, rows, cols] view (batch 1 when
+// it is broadcast).
+at::Tensor operand_view(const at::Tensor& storage, const Operand& o, int64_t batch, int64_t rows,
+                        int64_t cols) {
+  const int64_t nb = o.batch_stride != 0 ? batch : 1;
+  return storage.as_strided({nb, rows, cols}, {o.batch_stride, o.row_stride, o.col_stride}, storage.storage_offset());
+}
+
+// Copies with aligned leading dimensions, as dispatch's staging plan asks
+// (see StagingPlan in dispatch.h).  The copies only have to live until the
+// kernel is enqueued: the caching allocator keeps them valid for the stream.
+at::Tensor stage_one(const at::Tensor& src, const cuda::StagedOperand& s, const cuda::DeviceInfo& dev) {
+  const int64_t nb = src.size(0), rows = src.size(1), cols = src.size(2);
+  at::Tensor dst = at::empty({nb, s.row_major ? rows : cols, s.ld}, src.options());
+  at::Tensor view = s.row_major ? dst.narrow(2, 0, cols) : dst.narrow(2, 0, rows).transpose(1, 2);
+  cuda::StageCopy c;
+  c.src = src.data_ptr();
+  c.src_batch_stride = src.stride(0), c.src_row_stride = src.stride(1), c.src_col_stride = src.stride(2);
+  c.dst = dst.data_ptr();
+  c.dst_batch_stride = view.stride(0), c.dst_row_stride = view.stride(1), c.dst_col_stride = view.stride(2);
+  c.batch = nb, c.rows = rows, c.cols = cols;
+  c.elem_bytes = static_cast<int>(src.element_size());
+  const char* err = cuda::stage_copy(c, dev.num_sms, c10::cuda::getCurrentCUDAStream());
+  TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return dst;
+}
+
+void stage_operands(PreparedGemm& g, const cuda::DeviceInfo& dev) {
+  GemmProblem& p = g.problem;
+  const cuda::StagingPlan plan = cuda::staging_plan(p, dev);
+  if (plan.a.on) {
+    g.a_storage = stage_one(operand_view(g.a_storage, p.a, p.batch, p.M, p.K), plan.a, dev);
+    p.a = cuda::staged_operand(plan.a, p.M, p.K, p.a.batch_stride != 0, g.a_storage.data_ptr());
+  }
+  if (plan.b.on) {
+    g.b_storage = stage_one(operand_view(g.b_storage, p.b, p.batch, p.K, p.N), plan.b, dev);
+    p.b = cuda::staged_operand(plan.b, p.K, p.N, p.b.batch_stride != 0, g.b_storage.data_ptr());
+  }
+}
+
+at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
+  c10::cuda::CUDAGuard guard(a.device());
+  PreparedGemm g = prepare_gemm(a, b, bias, "tiled.gemm");
+  if (g.done) return g.out;
+  g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
+  const cuda::DeviceInfo& dev = device_info(a.get_device());
+  stage_operands(g, dev);
+  // Scratch a kernel may need (split-K partials), from the caching
+  // allocator: stream-ordered, and captured into graphs like any tensor.
+  const size_t ws_bytes = cuda::gemm_workspace_bytes(g.problem, dev);
+  at::Tensor ws;
+  if (ws_bytes > 0) ws = at::empty({static_cast<int64_t>(ws_bytes)}, a.options().dtype(at::kByte));
+  const char* err =
+      cuda::gemm(g.problem, dev, c10::cuda::getCurrentCUDAStream(), ws_bytes > 0 ? ws.data_ptr() : nullptr);
+  TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return g.out;
+}
+
+at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t step) {
+  c10::cuda::CUDAGuard guard(a.device());
+  PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_ladder");
+  TILED_CHECK(cuda::ladder_step_name(static_cast<int>(step)) != nullptr, "tiled.gemm_ladder: no ladder step ",
+              step);
+  if (g.done) return g.out;
+  const char* err = cuda::ladder_gemm(g.problem, static_cast<int>(step), device_info(a.get_device()),
+                                      c10::cuda::getCurrentCUDAStream());
+  TILED_CHECK(err == nullptr, "tiled.gemm_ladder(step=", step, "): ", err);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return g.out;
+}
+
+std::string gemm_kernel_name_cuda(const at::Tensor& a, const at::Tensor& b) {
+  c10::cuda::CUDAGuard guard(a.device());
+  PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_kernel_name");
+  if (g.done) return "none";
+  g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
+  const cuda::DeviceInfo& dev = device_info(a.get_device());
+  const cuda::StagingPlan plan = cuda::staging_plan(g.problem, dev);
+  // Name the kernel that would run on staged copies without making them.
+  const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
+  GemmProblem& p = g.problem;
+  if (plan.a.on) p.a = cuda::staged_operand(plan.a, p.M, p.K, p.a.batch_stride != 0, aligned);
+  if (plan.b.on) p.b = cuda::staged_operand(plan.b, p.K, p.N, p.b.batch_stride != 0, aligned);
+  std::string name = cuda::gemm_kernel_name(p, dev);
+  if (plan.any()) name = std::string(plan.a.on && plan.b.on ? "staged_ab+" : plan.a.on ? "staged_a+" : "staged_b+") + name;
+  return name;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
+  m.impl("gemm", &gemm_cuda);
+  m.impl("gemm_ladder", &gemm_ladder_cuda);
+  m.impl("gemm_kernel_name", &gemm_kernel_name_cuda);
+}
+
+}  // namespace tiled

@@ -1,0 +1,401 @@
+// Hopper (sm_90a) tensor-core GEMM: what it can take, which tile config it
+// uses, and the launch.  The kernels themselves are instantiated per dtype in
+// hopper_bf16.cu / hopper_f16.cu / hopper_tf32.cu (parallel compile).
+//
+// Built for real only when the extension targets sm_90a (setup.py defines
+// TILED_WITH_SM90A); otherwise hopper_can_run is always false and nothing
+// here references a kernel.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "../dispatch.h"
+#include "../settings.h"
+#include "hopper.h"
+
+namespace tiled {
+namespace cuda {
+
+namespace {
+
+using sm90::Choice;
+using sm90::Tile;
+using sm90::tile_bn;
+using sm90::stream_k_tiles;
+using sm90::tma_stride_ok;
+
+[[maybe_unused]] constexpr int64_t kMaxInt = 0x7fffffff;
+
+// The operand's stride that TMA walks as its second dimension: the row stride
+// of a row-major operand, the column stride of a column-major one.
+[[maybe_unused]] int64_t outer_stride(const Operand& o) { return o.row_major() ? o.row_stride : o.col_stride; }
+
+[[maybe_unused]] bool operand_ok(const Operand& o, int64_t batch, int es) {
+  if (pointer_alignment(o.ptr) < 16) return false;
+  if (!tma_stride_ok(outer_stride(o), es)) return false;
+  if (batch > 1 && o.batch_stride != 0 && !tma_stride_ok(o.batch_stride, es)) return false;
+  return true;
+}
+
+// tf32 reads B only K-major (wgmma has no tf32 transpose; only A can come
+// from registers).  A row-major B (with a row-major A: the NN of x @ W and of
+// nn.Linear's input gradient) is run as C^T = B^T A^T, whose A = B^T is
+// M-major (read through registers) and whose B = A^T is K-major; the kernel
+// writes C^T's tiles transposed into C (Choice::c_trans).  A column-major A
+// with a row-major B (TN) fits neither way: dispatch stages one operand.
+[[maybe_unused]] bool tf32_swapped(const GemmProblem& p) {
+  return p.dtype == DType::f32 && p.a.row_major() && p.b.row_major();
+}
+[[maybe_unused]] GemmProblem swap_operands(const GemmProblem& p) {
+  GemmProblem q = p;
+  q.M = p.N;
+  q.N = p.M;
+  q.a = Operand{p.b.ptr, p.b.batch_stride, p.b.col_stride, p.b.row_stride};  // B^T: [N, K]
+  q.b = Operand{p.a.ptr, p.a.batch_stride, p.a.col_stride, p.a.row_stride};  // A^T: [K, M]
+  return q;
+}
+
+// Tile choice: estimated time ~ waves * work per tile, with a 128x128 tile
+// doing half the work of a 128x256 one at ~90% of its efficiency.  Prefer
+// 128x256 unless the smaller tile fills the machine in fewer weighted waves.
+[[maybe_unused]] Choice choose(const GemmProblem& p, const DeviceInfo& dev) {
+  Choice c;
+  c.a_mn = !p.a.row_major();
+  c.b_mn = p.b.row_major();
+  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
+  const int64_t tm = ceil_div(p.M, 128), tn128 = ceil_div(p.N, 128);
+  const int64_t tiles128 = tm * tn128 * p.batch;
+  const int64_t waves256 = ceil_div(tm * ceil_div(p.N, 256) * p.batch, sms);
+  const int64_t waves128 = ceil_div(tiles128, sms);
+  const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);  // 128 bytes of K each
+  // cost256 = waves256 * 1.0, cost128 = waves128 * 0.5 / 0.9
+  c.tile = (waves128 * 5 < waves256 * 9) ? Tile::k128x128 : Tile::k128x256;
+  // Schedule and clusters below; environment overrides, read per call so
+  // tests and benchmarks can flip them: TILED_SM90_SCHEDULE=cooperative|
+  // pingpong, TILED_SM90_CLUSTER=1|2.
+  const char* sched = setting("TILED_SM90_SCHEDULE");
+  // TILED_SM90_SMALLM=1 (opt-in, measured no gain): cooperative consumer
+  // warpgroups skip the math of 64-row slabs wholly past M (for M <= 64 the
+  // tensor cores do half the work).
+  c.skip_idle_slabs = setting_is("TILED_SM90_SMALLM", "1");
+  // From 4 waves of 128x128 tiles (16-bit, >= 2 tile rows): cooperative
+  // 128x256 tiles in 2-CTA clusters over tile-row pairs (B multicast), unless
+  // pairing the tile rows costs a wave (M = 777, N = 14336: 7 tile rows run
+  // as 4 pairs, 4 waves of pairs against 3 of single tiles).  Measured on an
+  // H100 (bf16, paired with cuBLAS, 62f22e0), ping-pong+clusters (the
+  // previous default) / cooperative / cooperative+clusters: 4096^3 0.871 /
+  // 0.962 / 0.966, 8192^3 0.975 / 1.006 / 0.982 (ours 1664 / 1636 / 1614 us),
+  // 4096x14336x4096 0.928 / 0.981 / 0.933 (ours 732 / 743 / 721 us),
+  // 4096x4096x14336 0.920 / 1.004 / 0.983, 14336x4096x8192 TN 0.912 / 0.960
+  // / 0.975, 3000x5000x4096 0.743 / 0.646 / 0.912; below 4 waves clusters
+  // lose (2048^3 0.966 -> 0.924).  On an H200 ping-pong+clusters and
+  // cooperative were within 3% of each other (docs/hopper.md, round 4).
+  // Ping-pong + clusters (128x128 tiles, each consumer warpgroup its own,
+  // epilogues under the other's mainloop) only where its finer tiles save
+  // enough of a last wave: a ping-pong wave of 128x128 tiles costs 0.54 of a
+  // 128x256 one.  Measured on an H100 (4aeed24), cooperative+clusters /
+  // ping-pong+clusters: 1024x14336x4096 0.917 / 0.968 (NT 0.848 / 0.920; 4
+  // waves of pairs against 7 of ping-pong pairs), 1280x14336x4096 0.885 /
+  // 0.921 (5 / 9); and as predicted against it: 2048x14336x4096 ours 359 /
+  // 368 us (7 / 14), 768x14336x4096 0.964 / 0.910 (3 / 6), 3000x5000x4096
+  // 0.911 / 0.747 (4 / 8).  TILED_SM90_SCHEDULE=pingpong forces it.
+  bool auto_cluster = false, auto_pp = false;
+  // tf32 takes the same tiles and clusters (no ping-pong):
+  // measured on an H100 (paired with cuBLAS, 92938cf), without / with:
+  // 4096^3 NT 0.988 / 1.012, NN 1.028 / 1.021, 8192^3 NN 0.980 / 1.011, NT
+  // 0.979 / 1.001, 4096x14336x4096 NN 1.153 / 1.202, 4096x4096x14336 NN
+  // 0.990 / 1.008; 2048^3 (below 4 waves) NN 1.003 / 0.981.
+  if (tm >= 2 && tiles128 >= 4 * sms) {
+    const int64_t slots = sms / 2 > 0 ? sms / 2 : 1;
+    const int64_t waves_pairs = ceil_div(ceil_div(tm, 2) * ceil_div(p.N, 256) * p.batch, slots);
+    auto_cluster = waves_pairs <= waves256;
+    if (p.dtype != DType::f32) {
+      const int64_t waves_pp = ceil_div(ceil_div(tm, 2) * tn128 * p.batch, slots);
+      auto_pp = waves_pp * 54 < (auto_cluster ? waves_pairs : waves256) * 100;
+      if (auto_pp) auto_cluster = true;
+    }
+    // 128x256 from 4 waves of 128x128 tiles, whatever the wave count says:
+    // tf32 NN 4097x4096x4096 (run as 4096x4097x4096: 8 waves of 128x128
+    // against 5 of 128x256) measured 248 TFLOP/s, 0.87-0.91 of cuBLAS, with
+    // 128x128 tiles against 343-371 with 128x256 at nearby shapes (tf32
+    // sweep, 721f560).  Except tf32 tiles with A from shared memory over <= 8
+    // tile rows, where the wave rule held: NT 1024x14336x4096 (7 waves of
+    // 128x128 against 4 of 128x256 pairs) measured 1.107-1.122 of cuBLAS
+    // with 128x128 tiles against 0.954-0.963 with 128x256c2 (sweep b8fcd9f,
+    // explore 85401f2).  TILED_SM90_TF32_FEW_ROWS=0: 128x256 there too; =2:
+    // the wave rule for a register A as well (A/B runs).
+    const bool wave_rule = p.dtype == DType::f32 && tm <= 8 && !setting_is("TILED_SM90_TF32_FEW_ROWS", "0") &&
+                           (!c.a_mn || setting_is("TILED_SM90_TF32_FEW_ROWS", "2"));
+    if (!sched && !wave_rule) c.tile = Tile::k128x256;
+  }
+  if ((sched && std::strcmp(sched, "pingpong") == 0) || (!sched && auto_pp)) {
+    c.tile = Tile::k128x128;
+    c.pingpong = true;
+  }
+  // 2-CTA clusters with B multicast (128x256 cooperative, or 16-bit 128x128
+  // ping-pong; >= 2 tile rows): automatic as above when no schedule is
+  // forced, or TILED_SM90_CLUSTER=2 / =1 to force on / off.
+  const char* env = setting("TILED_SM90_CLUSTER");
+  const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (auto_cluster && !sched);
+  // (tf32: cooperative 128x256 tiles only.)
+  if (want_cluster && tm >= 2 &&
+      (p.dtype != DType::f32 ? c.tile == Tile::k128x256 || c.pingpong : c.tile == Tile::k128x256 && !c.pingpong))
+    c.cluster = 2;
+  // 128x192 tiles (cooperative, no cluster) where the 128x256 grid would
+  // leave much of its last wave idle and 128x192 needs fewer weighted waves
+  // (a 128x192 tile does 0.75 of a 128x256 one's work, costed at 95% of its
+  // efficiency: 171 * waves256 against 135 * waves192, and 95 * waves128
+  // for the 128x128 rule above), e.g. 1536^3: 72 tiles of 128x256 on 132
+  // SMs (one 55%-full wave) against 96 of 128x192.  Measured on an H100
+  // (bf16, paired with cuBLAS, eb2d433), 128x256 / 128x192: 1536^3 0.69 /
+  // 0.84, 640x4096x4096 0.76 / 0.91, 768x3072x4096 0.71 / 0.89, tf32 1536^3
+  // 0.97 / 1.18; forced beyond the rule it lost (2048^3 0.95 / 0.70, two
+  // waves instead of one; 4096^3 against clusters 0.97 / 0.87).  Not when stream-K is
+  // switched on (it splits that last wave instead).  TILED_SM90_N192=1
+  // forces 128x192 for every cooperative whole-tile schedule (clusters
+  // dropped), =0 never.
+  const int64_t waves192 = ceil_div(tm * ceil_div(p.N, 192) * p.batch, sms);
+  const char* skv = setting("TILED_SM90_STREAMK");  // stream-K switch (below)
+  const bool streamk_forced_on = skv && std::strcmp(skv, "1") == 0;
+  const char* n192 = setting("TILED_SM90_N192");
+  const bool want192 = n192 ? std::strcmp(n192, "1") == 0
+                            : c.tile == Tile::k128x256 && c.cluster == 1 && waves192 * 135 < waves256 * 171 &&
+                                  !streamk_forced_on;
+  if (want192 && !c.pingpong) {
+    c.tile = Tile::k128x192;
+    c.cluster = 1;
+  }
+  // Split K over a cluster of S CTAs per 128x128 tile (cooperative, no
+  // cluster along M).  TILED_SM90_SPLITK=0: off; =auto: S = 2 when the
+  // 128x128 tiles fill at most half the SMs and every CTA keeps >= 16
+  // k-blocks; a number forces S (lowered to fit the k-block count), whatever
+  // the tile count.  Measured on an H200 (bf16 NN, paired with cuBLAS):
+  // S = 2 beats 128x128 tiles (128x4096x4096 0.68 -> 0.78, 256x4096x4096
+  // 0.83 -> 0.87-0.90) but the 128x64 tiles below beat both (0.84, 0.99),
+  // so that is not the default.  Larger S lose: clusters of 4 fit only 30 at
+  // a time on 132 SMs (GPC packing), so 32 tiles x 4 ran as two waves (0.61).
+  // By default (setting unset) S = 8 for very few tiles and a deep K: 128x128
+  // tiles <= 1/12 of the SMs (<= 11 on 132) and >= 128 k-blocks.  Measured
+  // on an H100 (bf16, paired with cuBLAS, 4c4e2b5), whole 128x64 tiles /
+  // stream-K / S = 8: 256x256x8192 0.38 / 0.62 / 0.73, 384x384x8192 0.52 /
+  // 0.79 / 0.91, 256x256x65536 0.18 / 0.67 / 0.73; with 16 such tiles
+  // stream-K (below) is as good or better: 512x512x16384 0.47 / 0.63 / 0.60,
+  // 256x1024x16384 0.58 / 0.80 / 0.73, 128x2048x32768 0.55 / 0.73 / 0.77.
+  const char* sk = setting("TILED_SM90_SPLITK");
+  if (!c.pingpong && c.cluster == 1) {
+    int s = 0;
+    if (!sk) {
+      if (tiles128 * 12 <= sms && k_blocks >= 128) s = 8;
+    } else if (std::strcmp(sk, "auto") == 0) {
+      if (tiles128 * 2 <= sms && k_blocks >= 2 * 16) s = 2;
+    } else {
+      const long v = std::strtol(sk, nullptr, 10);
+      s = v >= 8 ? 8 : v >= 4 ? 4 : v >= 2 ? 2 : 0;
+      while (s > k_blocks) s /= 2;
+      if (s < 2) s = 0;
+    }
+    // The grid (tiles * S CTAs) must fit gridDim.x.
+    if (s > 1 && tiles128 * s <= kMaxInt) {
+      c.tile = Tile::k128x128;
+      c.split_k = s;
+    }
+  }
+  // Few tiles and no split: 128x64 tiles double the CTA count (TILED_SM90_NARROW=0: off).
+  // 1024^3: 64 tiles of 128x128 on 132 SMs, one per CTA, 16 k-blocks each,
+  // about half of each CTA's time fill and epilogue -> 128 CTAs of 128x64.
+  // Measured (H200, bf16, paired, 53c3254), 128x128 -> 128x64: 1024^3 0.79
+  // -> 0.92, 512x1024x1024 0.70 -> 0.86, 256x4096x1024 0.83 -> 0.93,
+  // 128x4096x4096 0.68 -> 0.84, 256x4096x4096 0.83 -> 0.99.
+  // TILED_SM90_NARROW=1 forces them wherever the schedule is cooperative without clusters or split.
+  // Not where stream-K takes the tiles (below) and N is 65..128: two 128x64
+  // tiles would each stream the same rows of A through all of K, and with
+  // stream-K their pieces run at different k, so A comes from DRAM twice
+  // (tf32 NN with M = 128, N = K = 4096 runs as 4096x128x4096: 0.66 of
+  // cuBLAS with 128x64 tiles against 0.90 for the same problem in NT).
+  const bool want_sk = skv ? streamk_forced_on : (tiles128 * 4 <= sms && k_blocks >= 128);
+  const bool narrow_rereads_a = want_sk && p.N > 64 && p.N <= 128;
+  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 &&
+      (setting_is("TILED_SM90_NARROW", "1") ||
+       (tiles128 * 2 <= sms && !narrow_rereads_a && !setting_is("TILED_SM90_NARROW", "0"))))
+    c.tile = Tile::k128x64;
+  // Stream-K over the last partial wave (cooperative without cluster or
+  // split): TILED_SM90_STREAMK=1 on, =0 off; by default only for few tiles
+  // and a deep K: 128x128 tiles fill <= a quarter of the SMs and K has >= 128
+  // k-blocks.  Measured on an H100 (bf16, paired with cuBLAS, 52aec00 /
+  // 8ba0ad4), whole tiles / stream-K: 256x256x65536 0.18 / 0.59,
+  // 512x512x16384 0.47 / 0.61, 256x1024x16384 0.58 / 0.76, 128x2048x32768
+  // 0.56 / 0.72, 384x384x8192 0.52 / 0.68; elsewhere it lost: 128x4096x4096
+  // (64 k-blocks) 0.84 / 0.80, 1024x1024x8192 0.93 / 0.53, 1536^3 0.69 /
+  // 0.55, 2048^3 0.93 / 0.70, 777x4096x4096 0.82 / 0.49, 4096^3 without
+  // clusters 0.96 / 0.75.  Pieces of one tile run at different k at the
+  // same time, so the CTAs no longer share A and B k-slices in L2 as a wave
+  // of whole tiles does, and each piece moves a 32-128 KB fp32 partial
+  // (docs/hopper.md).  (want_sk: above.)
+  // 128x64 tiles that still fill at most half the SMs (e.g. 128x4096x4096:
+  // 64 tiles on 132 SMs, each streaming a 64-wide band of B through all of
+  // K): K split over 2-CTA clusters, 128 CTAs, when stream-K does not take
+  // them and each CTA keeps >= 16 k-blocks.  By default only
+  // (TILED_SM90_SPLITK unset; =0 off).  Measured on an H100 (bf16, paired
+  // with cuBLAS, 9072ff8), whole 128x64 tiles / split in two: 128x4096x4096
+  // 0.85 / 0.90 (NT 0.84 / 0.86-0.89), 100x4096x4096 0.80 / 0.86,
+  // 200x1000x2048 0.71 / 0.76, 256x2048x4096 0.80 / 0.80.  Predicted
+  // 0.95-1.0 for 128x4096x4096 (twice the CTAs pulling B); both sides sit
+  // near the flushed-L2 floor of reading B (docs/skinny.md), ours 2 us above.
+  const int64_t tiles64 = tm * ceil_div(p.N, 64) * p.batch;
+  if (!sk && !want_sk && c.tile == Tile::k128x64 && tiles64 * 2 <= sms && k_blocks >= 32 && tiles64 * 2 <= kMaxInt)
+    c.split_k = 2;
+  if (want_sk && !c.pingpong && c.cluster == 1 && c.split_k == 0 && c.tile != Tile::k128x192) {
+    const int64_t tiles = tm * ceil_div(p.N, tile_bn(c.tile)) * p.batch;
+    c.sk_tiles = stream_k_tiles(tiles, sms, k_blocks);
+  }
+  // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
+  if (const char* g = setting("TILED_SM90_GROUPM")) {
+    const long v = std::strtol(g, nullptr, 10);
+    if (v >= 1 && v <= 64) c.group_m = static_cast<int>(v);
+  }
+  return c;
+}
+
+// A tf32 NT (row-major A, column-major B) with a small M runs swapped as
+// well: C^T = B^T A^T is again NT, now with the big B as the 128-row tile
+// operand and M as the (64-wide) tile's N, so each pipeline stage carries
+// twice the rows of B and half the padding.  Measured on an H100 (tf32
+// sweep, 721f560), NT as called / NN (which always runs swapped) at N = K =
+// 4096: M = 1..64 0.76-0.86 / 0.93-0.95 of cuBLAS.  TILED_SM90_TF32_SWAP_NT=0:
+// never, =1: every tf32 NT whose swapped tiles can store C^T (not split-K).
+[[maybe_unused]] bool tf32_nt_swap_wanted(const GemmProblem& p) {
+  if (p.dtype != DType::f32 || !p.a.row_major() || p.b.row_major()) return false;
+  if (const char* v = setting("TILED_SM90_TF32_SWAP_NT")) return std::strcmp(v, "1") == 0;
+  return p.M <= 64 && p.N > 64;
+}
+
+// Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
+// so, its Choice (c_trans set when swapped).
+bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* choice) {
+#if !defined(TILED_WITH_SM90A)
+  (void)p;
+  (void)swapped;
+  (void)dev;
+  (void)choice;
+  return false;
+#else
+  if (dev.sm_major != 9 || dev.sm_minor != 0 || dev.num_sms <= 0) return false;
+  int es = 0;
+  switch (p.dtype) {
+    case DType::bf16:
+    case DType::f16: es = 2; break;
+    case DType::f32:
+      if (!p.allow_tf32) return false;
+      // wgmma reads tf32 only K-major from shared memory: B column-major (a
+      // row-major B was swapped above); a column-major A is read into
+      // registers by cooperative whole-tile configs only.  Other fp32
+      // layouts are staged or go to the SIMT kernels.
+      if (p.b.row_major()) return false;
+      es = 4;
+      break;
+    default: return false;
+  }
+  if (p.M < 1 || p.N < 1 || p.K < 1 || p.batch < 1) return false;
+  if (p.M > kMaxInt || p.N > kMaxInt || p.K > kMaxInt || p.batch > kMaxInt) return false;
+  if (ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch > kMaxInt) return false;
+  if (!operand_ok(p.a, p.batch, es) || !operand_ok(p.b, p.batch, es)) return false;
+  Choice c = choose(p, dev);
+  if (dev.max_smem_per_block_optin < static_cast<size_t>(sm90::tile_smem_bytes(c.tile))) return false;
+  // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
+  // switches it off (such problems are then staged K-major, as before it).
+  if (p.dtype == DType::f32 && c.a_mn && setting_is("TILED_SM90_TF32_REGISTER_A", "0")) return false;
+  // Neither a tf32 register A nor a transposed C has ping-pong or split-K kernels.
+  if ((swapped || (p.dtype == DType::f32 && c.a_mn)) && (c.pingpong || c.split_k > 1)) return false;
+  c.c_trans = swapped;
+  if (choice) *choice = c;
+  return true;
+#endif
+}
+
+// Whether the Hopper kernel takes `caller`; if so, the problem it launches
+// (the caller's, or tf32 swapped as above) and its Choice, where asked for.
+bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
+          Choice* choice = nullptr) {
+  const bool nn = tf32_swapped(caller);
+  if (nn || tf32_nt_swap_wanted(caller)) {
+    const GemmProblem q = swap_operands(caller);
+    if (plan_as(q, true, dev, choice)) {
+      if (launched) *launched = q;
+      return true;
+    }
+    if (nn) return false;  // NN has no unswapped form: dispatch stages an operand
+  }
+  if (!plan_as(caller, false, dev, choice)) return false;
+  if (launched) *launched = caller;
+  return true;
+}
+
+}  // namespace
+
+bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev) { return plan(p, dev); }
+
+const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
+  Choice c;
+  if (!plan(p, dev, nullptr, &c)) return nullptr;
+  // "sm90_<dtype>_<variant>_<a><b>" with BLAS letters: a/b 'n' row-major,
+  // 't' column-major.  Variants: 128x256, 128x192, 128x128, 128x64 (cooperative), 128x256c2
+  // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
+  // (split-K over a cluster of 2/4/8 CTAs), 128x64sk2, 128x256streamk, 128x128streamk,
+  // 128x64streamk (stream-K over the last wave).  Built once.
+  static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
+  constexpr int kNumVariants = 14;
+  static const char* const kVariants[kNumVariants] = {
+      "128x256",    "128x128", "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2", "128x128sk4",
+      "128x128sk8", "128x64",  "128x256streamk", "128x128streamk", "128x64streamk", "128x192",    "128x64sk2"};
+  static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
+  static const std::string* const names = [] {
+    auto* n = new std::string[3 * kNumVariants * 4];
+    for (int d = 0; d < 3; ++d)
+      for (int v = 0; v < kNumVariants; ++v)
+        for (int l = 0; l < 4; ++l)
+          n[(d * kNumVariants + v) * 4 + l] = std::string("sm90_") + kDtypes[d] + "_" + kVariants[v] + "_" + kLayouts[l];
+    return n;
+  }();
+  const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
+  const bool sk = c.sk_tiles > 0;
+  const int v = c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
+                : c.split_k > 1 && c.tile == Tile::k128x64 ? 13
+                : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
+                : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
+                : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
+                : c.tile == Tile::k128x192 ? 12
+                                           : (sk ? 10 : 1);
+  // The caller's layout (a swapped tf32 problem runs its tiles over C^T).
+  const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);
+  return names[(d * kNumVariants + v) * 4 + l].c_str();
+}
+
+size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
+  Choice c;
+  if (!plan(p, dev, nullptr, &c)) return 0;
+  return c.sk_tiles > 0 ? sm90::stream_k_workspace_bytes(dev.num_sms, tile_bn(c.tile)) : 0;
+}
+
+const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
+#if !defined(TILED_WITH_SM90A)
+  (void)p;
+  (void)dev;
+  (void)stream;
+  (void)workspace;
+  return "sm90: built without sm_90a (TILED_WITH_SM90A undefined)";
+#else
+  GemmProblem q;
+  Choice c;
+  if (!plan(p, dev, &q, &c)) return "sm90: problem not supported by the Hopper kernel";
+  switch (p.dtype) {
+    case DType::bf16: return sm90::launch_bf16(q, dev, stream, c, workspace);
+    case DType::f16: return sm90::launch_f16(q, dev, stream, c, workspace);
+    case DType::f32: return sm90::launch_tf32(q, dev, stream, c, workspace);
+    default: return "sm90: unsupported dtype";
+  }
+#endif
+}
+
+}  // namespace cuda
+}  // namespace tiled

@@ -1,0 +1,119 @@
+// The Hopper (sm_90a) tensor-core GEMM family, as dispatch sees it.
+//
+// dispatch.h declares the two entry points every family has:
+//   bool        hopper_can_run(const GemmProblem&, const DeviceInfo&);
+//   const char* hopper_gemm(const GemmProblem&, const DeviceInfo&, cudaStream_t, void* workspace);
+// This header adds the config name (for gemm_kernel_name) and, in namespace
+// sm90, the host-side config choice shared by hopper.cu and the per-dtype
+// instantiation files.  Torch-free, and includes no CUDA device code.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "../../gemm_problem.h"
+#include "../dispatch.h"
+
+namespace tiled {
+namespace cuda {
+
+// The name of the config hopper_gemm would launch for `p` ("sm90_<dtype>_
+// <BMxBN>_<a><b>", a/b = 'n' row-major or 't' column-major), or nullptr when
+// hopper_can_run(p, dev) is false.
+const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
+// Scratch hopper_gemm needs for `p` (stream-K partial tiles), 0 when none.
+size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
+
+namespace sm90 {
+
+enum class Tile : int { k128x256 = 0, k128x128 = 1, k128x64 = 2, k128x192 = 3 };
+
+struct Choice {
+  Tile tile = Tile::k128x256;
+  bool a_mn = false;  // A column-major: M-major in shared memory
+  bool b_mn = false;  // B row-major: N-major in shared memory
+  int cluster = 1;    // 2: CTA pairs along M share B through TMA multicast (16-bit only)
+  // Ping-pong schedule (128x128 only): each consumer warpgroup owns whole
+  // 128x128 tiles, alternating, so one's epilogue runs under the other's
+  // mainloop.  false: both warpgroups split every tile (cooperative).
+  bool pingpong = false;
+  int group_m = 8;    // grouped raster: tile rows per group (TILED_SM90_GROUPM)
+  // Split-K factor (128x128 cooperative only): 0 off, else 2, 4 or 8 CTAs
+  // per output tile, one cluster, reduced deterministically through
+  // distributed shared memory (TILED_SM90_SPLITK).
+  int split_k = 0;
+  // Small M (TILED_SM90_SMALLM=1): cooperative consumer warpgroups whose
+  // 64-row slab is wholly past M skip their wgmmas and epilogue (same
+  // kernels, a runtime argument; names unchanged).
+  bool skip_idle_slabs = false;
+  // Stream-K (cooperative, no cluster or split): the number of tiles dealt
+  // to every SM as equal runs of k-blocks (stream_k_tiles below), 0 off;
+  // partial tiles go through a workspace (hopper_workspace_bytes) and are
+  // summed in a fixed order.
+  int64_t sk_tiles = 0;
+  // The launched problem is the caller's transposed (C^T = B^T A^T; tf32
+  // with a row-major B, see hopper.cu): the kernel stores C^T's (m, n) at
+  // the caller's C[n][m].
+  bool c_trans = false;
+};
+
+// Stream-K tiles for `tiles` output tiles of `k_blocks` k-blocks on a grid
+// of `grid` CTAs: all of them when they fill less than one wave, else the
+// last partial wave plus one full wave (so a tile is split over at most two
+// CTAs); 0 when the tiles fill whole waves, or some CTA would get no k-block.
+constexpr int64_t stream_k_tiles(int64_t tiles, int64_t grid, int64_t k_blocks) {
+  if (grid <= 1 || tiles % grid == 0) return 0;
+  const int64_t sk = tiles < grid ? tiles : tiles % grid + grid;
+  return sk * k_blocks >= grid ? sk : 0;
+}
+// Workspace of a stream-K launch on `grid` CTAs: a zeroed flag per consumer
+// warpgroup (rounded to 256 bytes), then one fp32 partial tile per CTA.
+constexpr size_t stream_k_flag_bytes(int64_t grid) { return static_cast<size_t>((grid * 2 * 4 + 255) / 256 * 256); }
+constexpr size_t stream_k_workspace_bytes(int64_t grid, int bn) {
+  return stream_k_flag_bytes(grid) + static_cast<size_t>(grid) * 128 * bn * 4;
+}
+
+// TMA's rules for a non-contiguous dimension: positive, a multiple of 16 bytes, < 2^40 bytes.
+inline bool tma_stride_ok(int64_t stride_elems, int es) {
+  if (stride_elems <= 0) return false;
+  const int64_t bytes = stride_elems * es;
+  return bytes % 16 == 0 && bytes < (int64_t{1} << 40);
+}
+
+constexpr int tile_bn(Tile t) {
+  return t == Tile::k128x256 ? 256 : t == Tile::k128x192 ? 192 : t == Tile::k128x128 ? 128 : 64;
+}
+// Rings of 192-200 KB: 4 x 48 KB, 5 x 40 KB, 6 x 32 KB, 8 x 24 KB.
+constexpr int tile_stages(Tile t) {
+  return t == Tile::k128x256 ? 4 : t == Tile::k128x192 ? 5 : t == Tile::k128x128 ? 6 : 8;
+}
+// Epilogue scratch, after the ring and a 1 KB block of mbarriers (so it is
+// 1 KB aligned, as the 128-byte swizzle of a TMA box needs):
+// * a C that TMA can store (16-byte aligned rows): per consumer warpgroup two
+//   8 KB buffers, each one 64-row x 128-byte box of C in the 128B-swizzled
+//   layout, stored by cp.async.bulk.tensor while the next box is written;
+// * a C whose rows are not 4-column aligned: each of the 8 consumer warps
+//   passes 16 rows x 32 columns through it (rows padded to 40 elements
+//   against bank conflicts, sized for fp32 output).
+// 128x192 tiles (5-stage ring) leave room only for the second use.
+constexpr int kEpiPitch = 40;
+constexpr int kEpiRowsBytes = 8 * 16 * kEpiPitch * 4;  // 20 KB
+constexpr int kCBoxBytes = 64 * 128;                   // one TMA box of C
+constexpr int kEpiTmaBytes = 2 * 2 * kCBoxBytes;       // 32 KB
+constexpr bool tile_tma_epilogue(Tile t) { return t != Tile::k128x192; }
+constexpr int epilogue_scratch_bytes(Tile t) { return tile_tma_epilogue(t) ? kEpiTmaBytes : kEpiRowsBytes; }
+// Every k-block is 128 bytes of K for both operands, whatever the dtype, so
+// a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack, the
+// 1 KB mbarrier block (two 8-byte barriers per stage) and the epilogue
+// scratch.  gemm_sm90.cuh static_asserts the same number.
+constexpr int tile_smem_bytes(Tile t) {
+  return 1024 + tile_stages(t) * (128 + tile_bn(t)) * 128 + 1024 + epilogue_scratch_bytes(t);
+}
+
+// Per-dtype launchers (hopper_bf16.cu, hopper_f16.cu, hopper_tf32.cu).
+// `workspace`: hopper_workspace_bytes(p, dev) bytes, 256-byte aligned (null when 0).
+const char* launch_bf16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c, void* workspace);
+const char* launch_f16(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c, void* workspace);
+const char* launch_tf32(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, Choice c, void* workspace);
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace tiled

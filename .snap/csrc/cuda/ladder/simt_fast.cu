@@ -1,0 +1,151 @@
+// simt_fast: the ladder's last step (08_hilbert.cuh: warp-tiled, cp.async
+// multi-stage, named barriers, Hilbert block order) in the configuration
+// tuned for Hopper; what dispatch uses for fp32 that the tensor-core kernel
+// does not take (strict fp32, and TF32-allowed problems too small to stage).
+//
+// Configuration (SimtFastCfg): 128 x 128 block tile, BK = 8, 4 warps (2 x 2)
+// of 64 x 64, 8 x 16 accumulators per thread, 4 cp.async stages (33.8 KB),
+// __launch_bounds__(128, 2): two blocks (8 warps) per SM, so one block's
+// barrier / epilogue overlaps the other's math.  Compared with the seed's
+// 256 x 128 x 8-warp block (step 8) it keeps the per-thread work (128 FMAs per
+// 6 LDS.128 per k) but halves the block, so 4096^2 makes 1024 blocks for
+// 264 resident slots instead of 512 for 132, and named barriers couple only
+// warp pairs.  The alternatives are kept as ladder steps 91.. (NN, aligned
+// only) so the GPU run can compare them; see ladder.cu.
+//
+// Accepts every f32 problem: layouts are template parameters (NN, NT, TN, TT
+// run the same math; only the copy instruction differs), 16-byte copies when
+// the X-contiguous operands are aligned, 4-byte zero-filling copies at the
+// edges and for everything else.
+//
+// Size dispatch (simt_pick below): problems with fewer 128 x 128 tiles than
+// SMs (1024^3: 64; 128 x 4096 x 4096: 32) run sliced-K blocks on 64 x 64 or,
+// when M or N <= 32, 32 x 32 tiles (09_sliced_k.cuh, simt_small.cu; ladder
+// steps 96 / 97).  Large problems run kSimtLargeConfig (ladder step 106,
+// below; this file's first 128 x 128 config is step 90, later candidates are
+// in simt_tuning*.cu).
+#include "08_hilbert.cuh"
+#include "../settings.h"
+#include "ladder_steps.h"
+
+namespace tiled {
+namespace cuda {
+namespace ladder {
+
+using SimtFastCfg = WarpTileCfg<128, 128, 8, 64, 64, 8, 16, /*STAGES=*/4, /*MINB=*/2,
+                                /*NAMED=*/true>;
+
+// Tuning candidates (ladder steps 91..93).
+using SimtCand1 = WarpTileCfg<128, 128, 8, 64, 32, 8, 8, 4, 1, true>;    // 256 thr, 8x8
+using SimtCand2 = WarpTileCfg<128, 128, 16, 64, 64, 8, 16, 3, 2, true>;  // BK 16, 3 stages
+using SimtCand3 = WarpTileCfg<128, 128, 8, 64, 64, 8, 16, 4, 2, false>;  // __syncthreads
+
+namespace {
+constexpr const char* kSimtF32Only = "simt_fast supports float32 only";
+
+// Candidates are instantiated for NN with aligned operands only (compile
+// time); anything else is refused.
+template <class C>
+const char* launch_candidate(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  if (p.dtype != DType::f32) return kSimtF32Only;
+  if (!p.a.row_major() || !p.b.row_major() || !operand_vec4_ok(p.b, p.batch))
+    return "simt_fast tuning candidates take only NN problems with an aligned B";
+  if (static_cast<size_t>(C::kSmemBytes) > dev.max_smem_per_block_optin)
+    return "simt_fast candidate: not enough shared memory on this device";
+  TiledLaunch l;
+  if (const char* e = plan_tiled_launch<HilbertOrder>(p, C::BM, C::BN, /*vec_all=*/false, &l)) return e;
+  static std::atomic<uint64_t> raised{0};  // one per C = per kernel
+  return l.launch(pipelined_kernel<C, HilbertOrder, false, true, true>, C::kThreads, C::kSmemBytes, raised, s,
+                  "simt_fast candidate: cudaFuncSetAttribute failed");
+}
+}  // namespace
+
+const char* run_simt_candidate(int which, const GemmProblem& p, const DeviceInfo& dev,
+                               cudaStream_t s) {
+  switch (which) {
+    case 1: return launch_candidate<SimtCand1>(p, dev, s);
+    case 2: return launch_candidate<SimtCand2>(p, dev, s);
+    case 3: return launch_candidate<SimtCand3>(p, dev, s);
+  }
+  return "simt_fast: no such tuning candidate";
+}
+
+const char* simt_candidate_name(int which) {
+  switch (which) {
+    case 1: return "simt cand 1: 128x128x8, 256 thr, warp 64x32, thread 8x8, 4 stages";
+    case 2: return "simt cand 2: 128x128x16, 128 thr, warp 64x64, thread 8x16, 3 stages";
+    case 3: return "simt cand 3: simt_fast config with __syncthreads instead of named barriers";
+  }
+  return nullptr;
+}
+
+const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  return launch_pipelined<SimtFastCfg, HilbertOrder>(p, dev, s, kSimtF32Only);
+}
+
+// simt_fast's size dispatch.  Large problems (at least one 128 x 128 tile per
+// SM) take the 128 x 128 config; with fewer tiles most SMs would idle, so
+// sliced-K blocks on 32 x 32 (M or N <= 32) or 64 x 64 tiles take over
+// (09_sliced_k.cuh).  kSimtLargeConfig is the ONE place that names the
+// large-problem kernel (a tuning candidate that measures better replaces it).
+// Step 95 (k-tile 16, 3 stages: half the barriers per FMA) measured 0.839 /
+// 0.760 / 0.824 / 0.858x cuBLAS at 4096^3 NN/NT/TN/TT on an H200, against
+// 0.805 / 0.748 / 0.780 / 0.851x for the first 128 x 128 config (step 90).
+// Step 101 (step 95's tile, lean loop + fragments prefetched across k-tiles)
+// then measured 0.911 / 0.831 / 0.906 / 0.903x against step 95's 0.840 /
+// 0.761 / 0.825 / 0.861x in the same run (H200, e51d8da), and replaced it.
+// Step 104 (step 101's loop on a 128 x 256 block of 8 warps) measured better
+// again at every shape tried (H200, 42c1a79, NN/NT): 4096^3 0.940/0.868 vs
+// 0.914/0.827, 2048^3 0.939/0.860 vs 0.904/0.838, 8192^3 0.952 vs 0.929,
+// 4096x14336x4096 0.944/0.872 vs 0.920/0.828, 4096x4096x14336 0.955/0.829
+// vs 0.915/0.799; TN/TT at 4096^3 0.927/0.923 vs 0.906/0.904.
+// Step 106 (104 with each k-tile's copies spread into the next k-tile's
+// loop, on a branch-free fast-path k-tile) measured +2.4-3.1% over 104 at
+// every shape and layout (H100, paired with cuBLAS, d31ff5f): 4096^3 NN /
+// NT / TN / TT 0.910 / 0.908 / 0.914 / 0.942 -> 0.938 / 0.933 / 0.938 /
+// 0.966, 2048^3 0.909 -> 0.934, 8192^3 0.924 -> 0.952, 4096x14336x4096
+// 0.916 -> 0.944, 4096x4096x14336 0.917 -> 0.941; step 107 (106 with BK 8)
+// lost 4-5% to 104.
+constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
+                                          cudaStream_t) = &run_simt_lean_wide_spread;
+
+enum class SimtPick { large, mid, small };
+SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
+  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 132;
+  const int64_t tiles128 = ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch;
+  if (tiles128 >= sms || simt_sliced_smem_bytes() > dev.max_smem_per_block_optin)
+    return SimtPick::large;
+  return (p.M <= 32 || p.N <= 32) ? SimtPick::small : SimtPick::mid;
+}
+
+}  // namespace ladder
+
+bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev) {
+  return p.dtype == DType::f32 &&
+         static_cast<size_t>(ladder::SimtFastCfg::kSmemBytes) <= dev.max_smem_per_block_optin;
+}
+
+bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev) {
+  return ladder::simt_pick(p, dev) == ladder::SimtPick::large;
+}
+
+const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+  if (p.dtype != DType::f32) return ladder::kSimtF32Only;
+  switch (ladder::simt_pick(p, dev)) {
+    case ladder::SimtPick::small: return ladder::run_simt_sliced_small(p, dev, stream);
+    case ladder::SimtPick::mid: return ladder::run_simt_sliced_mid(p, dev, stream);
+    case ladder::SimtPick::large: break;
+  }
+  // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
+  // give it (the launcher says so before launching) takes step 101's.
+  // TILED_SIMT_SPREAD=0: step 104 instead (the copies in one burst after
+  // each barrier), =2: step 107 (106 with BK 8), for A/B runs.
+  const auto large = setting_is("TILED_SIMT_SPREAD", "0")   ? &ladder::run_simt_lean_wide
+                     : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
+                                                            : ladder::kSimtLargeConfig;
+  if (large(p, dev, stream) == nullptr) return nullptr;
+  return ladder::run_simt_lean_prefetch(p, dev, stream);
+}
+
+}  // namespace cuda
+}  // namespace tiled

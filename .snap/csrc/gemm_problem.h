@@ -1,0 +1,83 @@
+// The one description of a GEMM that every kernel understands.
+//
+//   C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]  (+ bias[n])
+//
+// Torch-free on purpose: kernels (CPU and CUDA) include only this header, so
+// each can be read, tested and reused without ATen.  All strides are in
+// elements, not bytes.  The registration layer guarantees, before any kernel
+// runs:
+//   * every operand has a unit stride in one of its two matrix dims
+//     (a_col == 1: A row-major, "N";  a_row == 1: A column-major, "T";
+//      same for B), so kernels pick a layout from strides, never copy;
+//   * when a dim has size <= 1 its stride is normalised so that the layout
+//     test above is unambiguous (row-major wins);
+//   * C is a fresh row-major tensor: c_col == 1 implicitly, c_row >= N;
+//   * batch strides may be 0 (a broadcast operand);
+//   * bias, if not null, is a contiguous [N] vector of the operands' dtype;
+//   * M, N, K, batch >= 0; a kernel is never called with M*N*batch == 0, and
+//     K == 0 is handled by the caller (zeros + bias).
+#pragma once
+#include <cstdint>
+
+namespace tiled {
+
+enum class DType : int { f32 = 0, f64 = 1, f16 = 2, bf16 = 3 };
+
+inline const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "float32";
+    case DType::f64: return "float64";
+    case DType::f16: return "float16";
+    case DType::bf16: return "bfloat16";
+  }
+  return "?";
+}
+
+inline int dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+  }
+  return 0;
+}
+
+// Strided view of one operand: element (b, r, c) lives at
+// ptr + b*batch_stride + r*row_stride + c*col_stride.
+struct Operand {
+  const void* ptr = nullptr;
+  int64_t batch_stride = 0;
+  int64_t row_stride = 0;
+  int64_t col_stride = 1;
+
+  // Row-major ("N"): the column index is the contiguous one.
+  bool row_major() const { return col_stride == 1; }
+};
+
+struct GemmProblem {
+  int64_t M = 0, N = 0, K = 0, batch = 1;
+  DType dtype = DType::f32;
+  Operand a;  // [batch, M, K]
+  Operand b;  // [batch, K, N]
+  const void* bias = nullptr;  // [N] or null
+  void* c = nullptr;           // [batch, M, N], row-major
+  int64_t c_batch_stride = 0;
+  int64_t c_row_stride = 0;
+  // float32 only: the user allowed TF32 tensor-core math (PyTorch's
+  // allow_tf32 / float32_matmul_precision != "highest").
+  bool allow_tf32 = false;
+};
+
+// Tiles of size b that cover a (host code: grid and tile counts).
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Alignment of a pointer in bytes (the largest power of two dividing it, capped).
+inline int pointer_alignment(const void* p, int cap = 16) {
+  auto v = reinterpret_cast<uintptr_t>(p);
+  int a = 1;
+  while (a < cap && (v % (2 * a)) == 0) a *= 2;
+  return a;
+}
+
+}  // namespace tiled

@@ -1,0 +1,90 @@
+"""Build torch_tiled_gemm.
+
+A CUDA build (CPU + CUDA kernels) when torch is a CUDA build and nvcc is
+found, a CPU-only build otherwise; TILED_FORCE_CPU=1 forces the latter.
+GPU architectures come from TORCH_CUDA_ARCH_LIST (default "9.0a": the Hopper
+tensor-core kernels need the arch-specific sm_90a target; add e.g. "8.0" for
+Ampere, which runs the SIMT kernels).
+"""
+import glob
+import os
+
+from setuptools import setup
+
+
+def _find_cuda_home():
+    """torch looks for CUDA_HOME next to `nvcc`; a wrapper nvcc on the PATH
+    (e.g. /usr/local/bin/nvcc) hides the toolkit, so look behind it."""
+    if os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH"):
+        return
+    import shutil
+
+    nvcc = shutil.which("nvcc")
+    candidates = []
+    if nvcc:
+        candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    candidates += ["/usr/local/cuda"]
+    for home in candidates:
+        if os.path.exists(os.path.join(home, "include", "cuda_runtime_api.h")):
+            os.environ["CUDA_HOME"] = home
+            return
+
+
+_find_cuda_home()
+
+import torch  # noqa: E402
+from torch.utils import cpp_extension  # noqa: E402
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def rel(paths):
+    return sorted(os.path.relpath(p, ROOT) for p in paths)
+
+
+def want_cuda():
+    if os.environ.get("TILED_FORCE_CPU", "0") == "1":
+        return False
+    return torch.version.cuda is not None and cpp_extension.CUDA_HOME is not None
+
+
+cpu_sources = rel(glob.glob(os.path.join(ROOT, "csrc", "*.cpp")) + glob.glob(os.path.join(ROOT, "csrc", "cpu", "*.cpp")))
+cxx_flags = ["-O3", "-fopenmp-simd"]  # the C++ standard is torch's choice
+
+if want_cuda():
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
+    arch_list = os.environ["TORCH_CUDA_ARCH_LIST"]
+    cuda_sources = rel(
+        glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cu"), recursive=True)
+        + glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cpp"), recursive=True)
+    )
+    nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]
+    if "9.0a" in arch_list:
+        nvcc_flags.append("-DTILED_WITH_SM90A")
+    if os.environ.get("TILED_PTXAS_VERBOSE") == "1":
+        nvcc_flags.append("-Xptxas=-v")
+    ext = cpp_extension.CUDAExtension(
+        "torch_tiled_gemm._C",
+        cpu_sources + cuda_sources,
+        extra_compile_args={"cxx": cxx_flags + ["-DTILED_WITH_CUDA"], "nvcc": nvcc_flags},
+        py_limited_api=True,
+    )
+else:
+    ext = cpp_extension.CppExtension(
+        "torch_tiled_gemm._C",
+        cpu_sources,
+        extra_compile_args={"cxx": cxx_flags},
+        py_limited_api=True,
+    )
+
+setup(
+    name="torch_tiled_gemm",
+    version="0.1.0",
+    description="Hand-written tiled GEMM as a PyTorch custom operator (CPU + CUDA, autograd, torch.compile)",
+    packages=["torch_tiled_gemm"],
+    ext_modules=[ext],
+    cmdclass={"build_ext": cpp_extension.BuildExtension.with_options(use_ninja=True)},
+    options={"bdist_wheel": {"py_limited_api": "cp39"}},
+    python_requires=">=3.9",
+    install_requires=["torch>=2.6"],
+)

@@ -1,0 +1,43 @@
+"""Autocast: the op runs in the autocast dtype, like aten::mm."""
+import pytest
+import torch
+
+from conftest import DEVICES, assert_close_rel, make_operands, rand, reference
+
+gemm = torch.ops.tiled.gemm
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autocast_dtype(device):
+    dtypes = [torch.bfloat16] + ([torch.float16] if device == "cuda" else [])
+    a, b = make_operands(37, 29, 45, torch.float32, device, "NT")
+    bias = rand((29,), torch.float32, device)
+    for dtype in dtypes:
+        with torch.autocast(device, dtype=dtype):
+            out = gemm(a, b, bias)
+            mm = torch.mm(a, b)
+        assert out.dtype == mm.dtype == dtype
+        assert_close_rel(out, reference(a.to(dtype), b.to(dtype), bias.to(dtype)), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autocast_backward(device):
+    a, b = make_operands(16, 8, 12, torch.float32, device)
+    a.requires_grad_()
+    b.requires_grad_()
+    with torch.autocast(device, dtype=torch.bfloat16):
+        out = gemm(a, b)
+    out.float().sum().backward()
+    assert a.grad.dtype == torch.float32 and b.grad.dtype == torch.float32
+    ref_a = torch.ones(16, 8, dtype=torch.float64, device=device) @ b.detach().double().t()
+    assert_close_rel(a.grad, ref_a, torch.float32, tol=1e-2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autocast_leaves_float64_and_disabled(device):
+    a, b = make_operands(5, 4, 3, torch.float64, device)
+    with torch.autocast(device, dtype=torch.bfloat16):
+        assert gemm(a, b).dtype == torch.float64
+    a, b = make_operands(5, 4, 3, torch.float32, device)
+    with torch.autocast(device, dtype=torch.bfloat16, enabled=False):
+        assert gemm(a, b).dtype == torch.float32

@@ -1,0 +1,72 @@
+"""The sm_90a family's tile/schedule choice (csrc/cuda/hopper/hopper.cu,
+choose()) against test_hopper.py's Python mirror of it, on 4332 shapes in
+5 kinds (bf16 NT and TN, tf32 NT, NN and TT), with stream-K as by default
+and switched on.
+
+Host-only: builds hopper.cu with a stub-launcher driver (tests/host/
+sm90_choice.cpp) with nvcc, so it runs in CI without a GPU; skips where nvcc
+is missing.  test_hopper.py asserts kernel names through the mirror, so a
+mirror that drifts from choose() would make those GPU tests wrong."""
+import os
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+import test_hopper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NVCC = shutil.which("nvcc")
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    out = tmp_path_factory.mktemp("choice")
+    exe = str(out / "sm90_choice")
+    cmd = [NVCC, "-std=c++17", "-DTILED_WITH_SM90A", "-I", os.path.join(ROOT, "csrc"),
+           os.path.join(ROOT, "tests", "host", "sm90_choice.cpp"),
+           os.path.join(ROOT, "csrc", "cuda", "hopper", "hopper.cu"), "-o", exe,
+           # host code only: no device code is generated for a real GPU
+           "-gencode=arch=compute_90a,code=compute_90a"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    return exe
+
+
+@pytest.mark.parametrize("streamk", [False, True], ids=["default", "streamk"])
+def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
+    for k in list(os.environ):
+        if k.startswith("TILED_SM90_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setattr(test_hopper, "num_sms", lambda: 132)
+    vals = [1, 65, 128, 129, 256, 300, 512, 640, 768, 777, 1000, 1024, 1536, 2048, 3000, 4096, 5000, 8192, 14336]
+    cases = [(M, N, K, batch, dt) for M in vals for N in vals for K in (64, 1000, 2048, 4096, 8192, 16384)
+             for batch in (1, 3) for dt in (0, 1, 2, 3, 4)]
+    text = "\n".join(" ".join(map(str, c)) for c in cases)
+    env = dict(os.environ, TILED_SM90_STREAMK="1") if streamk else None
+    got = subprocess.run([driver], input=text, capture_output=True, text=True, check=True, timeout=120,
+                         env=env).stdout.split()
+    assert len(got) == len(cases)
+    bad = []
+    for (M, N, K, batch, dt), name in zip(cases, got):
+        dtype = torch.bfloat16 if dt in (0, 4) else torch.float32
+        layout = ["NT", "NT", "NN", "TT", "TN"][dt]
+        mm, nn = test_hopper.tile_problem(dtype, M, N, layout, batch, K, True if streamk else None)
+        a_mn = dtype == torch.float32 and layout in ("NN", "TT")  # tf32's register A
+        tile = test_hopper.expected_tile(mm, nn, batch, dtype, K, True if streamk else None, a_mn=a_mn)
+        want = f"sm90_{'bf16' if dtype == torch.bfloat16 else 'tf32'}_{tile}_{layout.lower()}"
+        if dtype == torch.float32 and layout != "NT" and "sk" in tile:
+            want = "none"  # no split-K with a register A: dispatch stages an operand
+        if layout == "NN" and N % 4:
+            want = "none"  # a row-major B's leading dimension (N) is not 16-byte aligned
+        if layout == "TT" and M % 4:
+            want = "none"  # a column-major A's leading dimension (M) is not 16-byte aligned
+        if layout == "TN" and (M % 8 or N % 8):
+            want = "none"  # bf16: both MN-major leading dimensions must be 16-byte aligned
+        if name != want:
+            bad.append(((M, N, K, batch, dt), name, want))
+    assert not bad, f"{len(bad)} of {len(cases)} differ, e.g. {bad[:5]}"
+    # stream-K reached some shapes (by default: few tiles, deep K)
+    assert sum(n.endswith("streamk_nt") for n in got) > (1000 if streamk else 20)

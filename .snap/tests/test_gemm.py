@@ -1,0 +1,332 @@
+"""tiled.gemm forward: values against float64 over shapes, layouts, dtypes, views."""
+import zlib
+import random
+
+import pytest
+import torch
+
+from conftest import (DEVICES, DTYPES, HAS_CUDA, LAYOUTS, REL_TOL, TF32_TOL, assert_close_bound, assert_close_rel,
+                      make_operands, needs_cuda, rand, reference, run_poisoned, tf32_mode)
+
+gemm = torch.ops.tiled.gemm
+
+# Sizes around every tile edge the kernels use (8, 16, 32, 64, 128, 256), a
+# few primes, 0 and 1.
+EDGE = [0, 1, 2, 7, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129, 131, 255, 256, 257]
+
+
+def shape_sample(n, seed, extra=()):
+    rnd = random.Random(seed)
+    shapes = {(1, 1, 1), (0, 5, 3), (5, 0, 3), (5, 3, 0), (1, 257, 129), (257, 1, 65), (129, 131, 1)}
+    shapes |= set(extra)
+    while len(shapes) < n:
+        shapes.add(tuple(rnd.choice(EDGE) for _ in range(3)))
+    return sorted(shapes)
+
+
+def check(M, N, K, dtype, device, layout, bias, batch=None, tol=None, seed=None):
+    a, b = make_operands(M, N, K, dtype, device, layout, batch=batch, seed=seed)
+    bias_t = rand((N,), dtype, device) if bias else None
+    out_numel = M * N * (batch or 1)
+    out, _ = run_poisoned(lambda: gemm(a, b, bias_t), out_numel, dtype, device)
+    assert out.is_contiguous()
+    assert_close_rel(out, reference(a, b, bias_t), dtype, tol)
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_shape_sweep(device, dtype, layout):
+    n = 40 if device == "cuda" else 14
+    for i, (M, N, K) in enumerate(shape_sample(n, seed=zlib.crc32(f"{dtype}{layout}".encode()))):
+        check(M, N, K, dtype, device, layout, bias=(i % 2 == 0))
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_large_cuda(dtype, layout):
+    for M, N, K in [(1000, 1024, 997), (2048, 1536, 1024), (4096, 257, 2049), (3, 4096, 4096)]:
+        check(M, N, K, dtype, "cuda", layout, bias=True)
+
+
+@needs_cuda
+def test_poisoning_is_effective():
+    # The poisoning helper must actually land NaNs where the op writes, or the
+    # "every element written" checks above prove nothing.
+    a, b = make_operands(129, 131, 65, torch.float32, "cuda")
+    _, reused = run_poisoned(lambda: gemm(a, b), 129 * 131, torch.float32, "cuda")
+    assert reused
+
+
+@needs_cuda
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_tf32_mode(layout):
+    with tf32_mode(True):
+        for M, N, K in [(127, 129, 255), (1024, 1024, 1024), (64, 4096, 512)]:
+            check(M, N, K, torch.float32, "cuda", layout, bias=True, tol=TF32_TOL)
+        # Too small for the tensor-core path (no staging below 64 rows): the
+        # fast fp32 SIMT kernel takes it, not the general one.
+        a, b = make_operands(16, 4095, 513, torch.float32, "cuda", layout)
+        assert torch.ops.tiled.gemm_kernel_name(a, b) == "simt_fast"
+        check(16, 4095, 513, torch.float32, "cuda", layout, bias=True, tol=TF32_TOL)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_batched(device, dtype):
+    for layout in LAYOUTS:
+        check(33, 17, 29, dtype, device, layout, bias=True, batch=3)
+        check(130, 65, 70, dtype, device, layout, bias=False, batch=2)
+    # Broadcast operands: 3-D x 2-D and 2-D x 3-D.
+    a = rand((4, 19, 23), dtype, device)
+    b = rand((23, 11), dtype, device)
+    assert_close_rel(gemm(a, b), reference(a, b), dtype)
+    assert_close_rel(gemm(a.transpose(1, 2).contiguous().transpose(1, 2), b.t().contiguous().t()),
+                     reference(a, b), dtype)
+    a2 = rand((19, 23), dtype, device)
+    b3 = rand((4, 23, 11), dtype, device)
+    assert_close_rel(gemm(a2, b3), reference(a2, b3), dtype)
+    # Batch of size 0 and 1.
+    assert gemm(rand((0, 3, 4), dtype, device), rand((0, 4, 5), dtype, device)).shape == (0, 3, 5)
+    a1, b1 = rand((1, 9, 4), dtype, device), rand((1, 4, 5), dtype, device)
+    assert_close_rel(gemm(a1, b1), reference(a1, b1), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_strided_views(device, dtype):
+    big = rand((300, 400), dtype, device)
+    # Row stride larger than the width, odd storage offsets (unaligned base
+    # pointers), both layouts, a batch dim with a gap.
+    a = big[3:120, 5:70]            # [117, 65], row stride 400, offset 1205
+    b = big[101:166, 7:50]          # [65, 43]
+    assert_close_rel(gemm(a, b), reference(a, b), dtype)
+    at = big[11:76, 1:118].t()      # [117, 65] column-major view
+    bt = big[13:56, 3:68].t()       # [65, 43] column-major view
+    assert_close_rel(gemm(at, bt), reference(at, bt), dtype)
+    base = rand((5, 40, 50), dtype, device)
+    a3 = base[::2, 1:38, 3:30]      # batch stride 4000, [3, 37, 27]
+    b3 = rand((3, 27, 60), dtype, device)[:, :, 1:60:1]
+    assert_close_rel(gemm(a3, b3), reference(a3, b3), dtype)
+    # No unit stride at all: read through a copy, still right.
+    a_nu = big[::2, ::3][:20, :30]
+    b_nu = big[::3, ::2][:30, :10]
+    assert_close_rel(gemm(a_nu, b_nu), reference(a_nu, b_nu), dtype)
+    # Expanded (stride-0) operands.  Every output element is the same dot
+    # product, so keep it away from 0 (positive values): with signed random
+    # values a near-cancelling sum made the relative error of an exact-enough
+    # result exceed the tolerance now and then.
+    row = (rand((1, 30), dtype, device).abs() + 0.5).expand(20, 30)
+    col = (rand((30, 1), dtype, device).abs() + 0.5).expand(30, 9)
+    assert_close_rel(gemm(row, col), reference(row, col), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_transposed_views_are_not_copied(device):
+    a, b = make_operands(64, 48, 80, torch.float32, device, "TT")
+    with torch.profiler.profile() as prof:
+        gemm(a, b)
+    names = {e.name for e in prof.events()}
+    assert not names & {"aten::copy_", "aten::clone", "aten::contiguous"}, names
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_k_zero_and_empty(device, dtype):
+    a, b = rand((5, 0), dtype, device), rand((0, 7), dtype, device)
+    bias = rand((7,), dtype, device)
+    assert torch.equal(gemm(a, b), torch.zeros(5, 7, dtype=dtype, device=device))
+    assert torch.equal(gemm(a, b, bias), bias.expand(5, 7))
+    assert gemm(rand((0, 3), dtype, device), rand((3, 7), dtype, device)).shape == (0, 7)
+    assert gemm(rand((4, 3), dtype, device), rand((3, 0), dtype, device)).shape == (4, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_nan_inf_propagate(device, dtype):
+    a, b = make_operands(40, 30, 20, dtype, device)
+    a[3, 4] = float("nan")
+    a[7, 2] = float("inf")
+    b[5, 9] = float("-inf")
+    out = gemm(a, b).double()
+    ref = reference(a, b)
+    assert torch.equal(torch.isnan(out), torch.isnan(ref))
+    assert torch.equal(torch.isinf(out), torch.isinf(ref))
+    fin = torch.isfinite(ref)
+    assert torch.allclose(out[fin], ref[fin], rtol=REL_TOL[dtype] * 50, atol=REL_TOL[dtype] * 50 * 20)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_deterministic(device, dtype):
+    M, N, K = (515, 333, 1021) if device == "cuda" else (130, 70, 300)
+    for layout in LAYOUTS:
+        a, b = make_operands(M, N, K, dtype, device, layout)
+        bias = rand((N,), dtype, device)
+        assert torch.equal(gemm(a, b, bias), gemm(a, b, bias))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_errors(device):
+    f32 = dict(device=device, dtype=torch.float32)
+
+    def raises(match, *args):
+        with pytest.raises(RuntimeError, match=match):
+            gemm(*args)
+
+    raises(r"cannot be multiplied \(3x2 and 3x2\)", torch.randn(3, 2, **f32), torch.randn(3, 2, **f32))
+    raises(r"cannot be multiplied \(2x3x4 and 5x6\)", torch.randn(2, 3, 4, **f32), torch.randn(5, 6, **f32))
+    raises(r"batch sizes of a and b differ \(2x3x4 and 3x4x5\)", torch.randn(2, 3, 4, **f32),
+           torch.randn(3, 4, 5, **f32))
+    raises("a must be 2-D", torch.randn(4, **f32), torch.randn(4, 5, **f32))
+    raises("b must be 2-D", torch.randn(3, 4, **f32), torch.randn(1, 2, 4, 5, **f32))
+    raises("same dtype", torch.randn(3, 4, **f32), torch.randn(4, 5, device=device, dtype=torch.float64))
+    raises("unsupported dtype", torch.ones(3, 4, device=device, dtype=torch.int32),
+           torch.ones(4, 5, device=device, dtype=torch.int32))
+    raises(r"bias must be 1-D of size N=5", torch.randn(3, 4, **f32), torch.randn(4, 5, **f32), torch.randn(6, **f32))
+    raises(r"bias must be 1-D", torch.randn(3, 4, **f32), torch.randn(4, 5, **f32), torch.randn(1, 5, **f32))
+    raises("bias dtype", torch.randn(3, 4, **f32), torch.randn(4, 5, **f32),
+           torch.randn(5, device=device, dtype=torch.float64))
+    if device == "cuda":
+        raises("same device", torch.randn(3, 4, **f32), torch.randn(4, 5))
+        raises("bias is on", torch.randn(3, 4, **f32), torch.randn(4, 5, **f32), torch.randn(5))
+        if torch.cuda.device_count() > 1:
+            raises("same device", torch.randn(3, 4, **f32), torch.randn(4, 5, device="cuda:1"))
+
+
+@pytest.mark.skipif(not HAS_CUDA or torch.cuda.get_device_properties(0).total_memory < 40 * 2**30,
+                    reason="needs a CUDA GPU with 40 GiB")
+def test_past_2_pow_31_elements():
+    # A = [2^20 + 3, 2^11] bf16 has > 2^31 elements: offsets must be 64-bit.
+    M, K, N = (1 << 20) + 3, 2048, 24
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    out = gemm(a, b)
+    rows = torch.tensor([0, 1, M // 2, M - 2, M - 1], device="cuda")
+    ref = reference(a[rows], b)
+    assert_close_rel(out[rows], ref, torch.bfloat16)
+    del a, out
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mixed_sizes_tall_skinny(device):
+    # M = N = 1 is one dot product of 4097 terms: it can cancel to a small
+    # value, so the error is measured against |A| |B| (assert_close_bound).
+    for M, N, K in [(1, 1, 4097), (1, 3000, 17), (2049, 1, 63), (8, 8, 8)]:
+        a, b = make_operands(M, N, K, torch.float32, device, "NN")
+        bias = rand((N,), torch.float32, device)
+        out, _ = run_poisoned(lambda: gemm(a, b, bias), M * N, torch.float32, device)
+        assert_close_bound(out, a, b, bias, torch.float32)
+
+
+def test_kernel_name_cpu():
+    a, b = make_operands(8, 8, 8, torch.float32, "cpu")
+    assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked"
+
+
+def _is_hopper():
+    return HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, "tf32"], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_staged_operands(dtype, layout):
+    """Operands the tensor-core kernel cannot read in place (odd leading dims,
+    odd offsets, non-K-major tf32) go through aligned K-major copies."""
+    tf32 = dtype == "tf32"
+    dt = torch.float32 if tf32 else dtype
+    with tf32_mode(tf32):
+        cases = [(255, 257, 129), (1000, 999, 997), (129, 4095, 67)]
+        for i, (M, N, K) in enumerate(cases):
+            a, b = make_operands(M, N, K, dt, "cuda", layout)
+            bias = rand((N,), dt, "cuda") if i % 2 == 0 else None
+            name = torch.ops.tiled.gemm_kernel_name(a, b)
+            out, _ = run_poisoned(lambda: gemm(a, b, bias), M * N, dt, "cuda")
+            assert_close_rel(out, reference(a, b, bias), dt, TF32_TOL if tf32 else None)
+            if _is_hopper():
+                assert name.startswith(("staged", "sm90")), name
+        # an odd storage offset on an otherwise aligned shape, and a batch
+        big = rand((3, 260, 300), dt, "cuda")
+        a3 = big[:, 1:129, 3:259]
+        b3 = rand((3, 256, 200), dt, "cuda")
+        if layout[1] == "T":
+            b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)
+        assert_close_rel(gemm(a3, b3), reference(a3, b3), dt, TF32_TOL if tf32 else None)
+        if _is_hopper():
+            assert torch.ops.tiled.gemm_kernel_name(a3, b3).startswith("staged_a"), torch.ops.tiled.gemm_kernel_name(a3, b3)
+        # broadcast 2-D B against a batched A
+        b2 = rand((256, 131), dt, "cuda")
+        assert_close_rel(gemm(a3, b2), reference(a3, b2), dt, TF32_TOL if tf32 else None)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, "tf32"], ids=str)
+def test_staged_copies_exact(dtype):
+    """The staging copy (csrc/cuda/stage_copy.cu) moves every element: small
+    integers (exact products and fp32 sums), so the result must equal the
+    float64 reference rounded to the output type bit for bit.  Sources with
+    a step in both dimensions, an odd offset, a transposed batch, a
+    broadcast (stride-0) batch, and sizes not multiples of its 32x32 tiles."""
+    tf32 = dtype == "tf32"
+    dt = torch.float32 if tf32 else dtype
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(7)
+    ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen, device="cuda").to(dt)  # noqa: E731
+    with tf32_mode(tf32):
+        cases = [
+            (ints(300, 2 * 257)[:, ::2], ints(257, 190)),  # A: column stride 2, row stride 514
+            (ints(131, 77), ints(3, 77, 2 * 200)[1, :, 1::2]),  # B: odd offset, column stride 2
+            (ints(4, 150, 100).transpose(1, 2), ints(4, 150, 99)),  # A: column-major batch
+            (ints(3, 65, 130), ints(1, 130, 67).expand(3, 130, 67)),  # B: stride-0 batch
+            (ints(97, 1000).t(), ints(97, 65).t().contiguous().t()),  # 1000 x 97 times 97 x 65, both transposed
+        ]
+        for a, b in cases:
+            out = gemm(a, b)
+            want = reference(a, b).to(dt)
+            bad = (out != want).sum().item()
+            assert bad == 0, (tuple(a.shape), tuple(b.shape), torch.ops.tiled.gemm_kernel_name(a, b), bad)
+
+
+@needs_cuda
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_strict_fp32_stages_column_major_b(layout):
+    """Strict fp32 with a column-major B and M >= 2048 (the SIMT kernel's
+    large config): B is copied row-major first (its K-contiguous reads cost
+    the kernel more than the copy); below M = 2048, or with a row-major B,
+    no copy."""
+    with tf32_mode(False):
+        for M, N, K in [(2048, 1100, 130), (2049, 1025, 67), (2047, 1100, 130)]:  # >= 132 tiles of 128x128
+            a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
+            name = torch.ops.tiled.gemm_kernel_name(a, b)
+            if _is_hopper() or name.endswith("simt_fast"):
+                staged = layout[1] == "T" and M >= 2048
+                assert name == ("staged_b+simt_fast" if staged else "simt_fast"), (M, N, K, layout, name)
+            check(M, N, K, torch.float32, "cuda", layout, bias=(K % 2 == 0))
+
+
+@needs_cuda
+@pytest.mark.parametrize("layout", ["NT", "TT"])
+def test_strict_fp32_stage_b_switch(layout, monkeypatch):
+    """TILED_SIMT_STAGE_B=0 (read per call) runs a column-major B in place."""
+    monkeypatch.setenv("TILED_SIMT_STAGE_B", "0")
+    with tf32_mode(False):
+        M, N, K = 2049, 1025, 67
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
+        name = torch.ops.tiled.gemm_kernel_name(a, b)
+        if _is_hopper() or name.endswith("simt_fast"):
+            assert name == "simt_fast", name
+        check(M, N, K, torch.float32, "cuda", layout, bias=True)
+
+
+@needs_cuda
+def test_staging_can_be_disabled_and_small_shapes_skip_it():
+    if not _is_hopper():
+        pytest.skip("staging targets the sm_90a kernels")
+    a, b = make_operands(4095, 4095, 4095, torch.bfloat16, "cuda")
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged")
+    a, b = make_operands(8, 4095, 4095, torch.bfloat16, "cuda")
+    assert not torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged")

@@ -1,0 +1,1202 @@
+"""Hopper (sm_90a) tensor-core kernels: every instantiated config is reachable
+and correct; edges, layouts, batches, bias, determinism, and the fallback for
+what the Hopper kernel refuses.
+
+Runs only on a compute-capability 9.0 GPU.  Read failures top-down: the
+`test_a_*` smoke tests use small integers (exact in bf16/f16/tf32 and in fp32
+accumulation), so a wrong descriptor / swizzle / fragment mapping shows up as
+an exact mismatch with its first bad (row, col) printed, before the
+statistical tests run.
+"""
+import pytest
+import torch
+
+import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
+from conftest import TF32_TOL, assert_close_rel, make_operands, rand, reference, run_poisoned, tf32_mode
+
+IS_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+pytestmark = pytest.mark.skipif(not IS_SM90, reason="needs a compute-capability 9.0 (Hopper) GPU")
+
+gemm = torch.ops.tiled.gemm
+
+
+@pytest.fixture(autouse=True)
+def _hopper_only(monkeypatch):
+    """These tests are about the sm_90a kernels: keep the small-M/N family
+    (tests/test_skinny.py) from taking their small shapes."""
+    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
+
+
+def kernel_name(a, b):
+    """The tensor-core config that runs, without the staging prefix (an
+    unaligned operand is copied to an aligned one first: "staged_b+sm90_...")."""
+    return torch.ops.tiled.gemm_kernel_name(a, b).split("+")[-1]
+
+HALF = [torch.bfloat16, torch.float16]
+TAG = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "tf32"}
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+
+
+@pytest.fixture
+def tf32():
+    with tf32_mode(True):
+        yield
+
+
+def num_sms():
+    return torch.cuda.get_device_properties(0).multi_processor_count
+
+
+def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
+    """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides
+    (streamk=True / False: TILED_SM90_STREAMK=1 / 0; a_mn: A is M-major).
+    16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
+    cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
+    the pairs need more waves than single tiles, or ping-pong 128x128 tiles
+    in clusters when their waves (each costing 0.54) come out cheaper; tf32
+    the same, without ping-pong, except that a K-major A over <= 8 tile rows
+    takes 128x128 tiles (no cluster) where the weighted waves below say so.  Otherwise 128x64 tiles when
+    the 128x128 tiles fill at most half the SMs (unless stream-K takes them and
+    N is 65..128), else 128x128 unless 128x256
+    needs fewer weighted waves (a 128x128 tile costs 0.5/0.9); a 128x256 grid
+    without clusters becomes 128x192 where that needs fewer weighted waves
+    (a 128x192 tile costs 0.75/0.95) unless stream-K is switched on.  128x64
+    tiles that fill <= half the SMs split K over 2-CTA clusters (128x64sk2)
+    when K has >= 32 k-blocks and stream-K does not take them.  Very few
+    tiles (128x128 tiles <= 1/12 of the SMs) and >= 128 k-blocks: split-K
+    over clusters of 8 (128x128sk8).  A cooperative
+    tile without clusters runs stream-K ("streamk" appended) when switched
+    on, or by default when the 128x128 tiles fill <= a quarter of the SMs and
+    K has >= 128 k-blocks, provided hopper.h's stream_k_tiles is not 0 (the
+    tile count is not a multiple of the SM count and every CTA gets a
+    k-block).  K = 0: a shallow K."""
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    sms = num_sms()
+    tm = cdiv(M, 128)
+    tiles128 = tm * cdiv(N, 128) * batch
+    w256 = cdiv(tm * cdiv(N, 256) * batch, sms)
+    w128 = cdiv(tiles128, sms)
+    kb = cdiv(K, 32 if dtype == torch.float32 else 64)
+    if tiles128 * 12 <= sms and kb >= 128:  # very few tiles, deep K: split-K over 8-CTA clusters
+        return "128x128sk8"
+    if tm >= 2 and tiles128 >= 4 * sms:
+        w_pairs = cdiv(cdiv(tm, 2) * cdiv(N, 256) * batch, sms // 2)
+        w_pp = cdiv(cdiv(tm, 2) * cdiv(N, 128) * batch, sms // 2)
+        tile = "128x256c2" if w_pairs <= w256 else "128x256"
+        if dtype in HALF and w_pp * 54 < (w_pairs if tile.endswith("c2") else w256) * 100:
+            tile = "128x128ppc2"  # (16-bit only)
+        if dtype == torch.float32 and not a_mn and tm <= 8 and w128 * 5 < w256 * 9:
+            tile = "128x128"
+    elif tiles128 * 2 <= sms and not (
+            (streamk if streamk is not None else tiles128 * 4 <= sms and kb >= 128) and 64 < N <= 128):
+        tile = "128x64"  # (not where stream-K takes 128x64 tiles that would split a 65..128-wide N)
+    else:
+        tile = "128x128" if w128 * 5 < w256 * 9 else "128x256"
+    # 128x192 where it needs fewer weighted waves (0.75 of the work at 95%)
+    # than a 128x256 grid without clusters; not with stream-K switched on
+    if tile == "128x256" and streamk is not True and cdiv(tm * cdiv(N, 192) * batch, sms) * 135 < w256 * 171:
+        return "128x192"
+    if streamk is None:
+        streamk = tiles128 * 4 <= sms and kb >= 128
+    # 128x64 tiles filling <= half the SMs: K split over 2-CTA clusters
+    if tile == "128x64" and not streamk and tm * cdiv(N, 64) * batch * 2 <= sms and kb >= 32:
+        return "128x64sk2"
+    if not streamk or tile.endswith("c2"):
+        return tile
+    tiles = tm * cdiv(N, int(tile.split("x")[1])) * batch
+    if tiles % sms == 0:
+        return tile
+    sk = tiles if tiles < sms else tiles % sms + sms
+    return tile + "streamk" if sk * kb >= sms else tile
+
+
+def tile_problem(dtype, M, N, layout, batch=1, K=0, streamk=None):
+    """The (M, N) the tiles are chosen for: tf32 runs as C^T = B^T A^T in NN,
+    and in NT where M <= 64 < N unless the swapped tiles would split K."""
+    if dtype == torch.float32 and (layout == "NN" or (
+            layout == "NT" and M <= 64 < N and "sk" not in expected_tile(N, M, batch, dtype, K, streamk))):
+        return (N, M)
+    return (M, N)
+
+
+def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None):
+    """The config that runs (after any staging copy).  tf32 NN / TT run a
+    register-A kernel unless their tiles split K or the MN-major operand's
+    leading dimension is not 16-byte aligned: then an NT copy runs."""
+    tile = expected_tile(*tile_problem(dtype, M, N, layout, batch, K, streamk), batch, dtype, K, streamk,
+                         a_mn=layout in ("NN", "TT"))
+    if dtype == torch.float32 and layout != "NT" and (
+            "sk" in tile or (layout == "TT" and M % 4) or (layout == "NN" and N % 4)):
+        return expected_name(dtype, M, N, "NT", batch, K, streamk)
+    return f"sm90_{TAG[dtype]}_{tile}_{layout.lower()}"
+
+
+# Shapes that select each tile config (on a 132-SM H100/H200).
+NARROW = (256, 512, 256)  # 128x64: 8 tiles of 128x128 fill <= half the SMs
+SMALL = (1024, 1280, 256)  # 128x128: 80 tiles, one wave either way
+LARGE = (2048, 2048, 256)  # 128x256: 128 tiles fill one wave, 128x128 would need two
+
+
+def small_ints(shape, dtype, gen):
+    return torch.randint(-2, 3, shape, generator=gen, device="cuda").to(dtype)
+
+
+def layout_view(t, ch):
+    return t.contiguous() if ch == "N" else t.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+def exact_check(M, N, K, dtype, layout, bias=True):
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(M * 7 + N * 3 + K)
+    a = layout_view(small_ints((M, K), dtype, gen), layout[0])
+    b = layout_view(small_ints((K, N), dtype, gen), layout[1])
+    bias_t = small_ints((N,), dtype, gen) if bias else None
+    out, _ = run_poisoned(lambda: gemm(a, b, bias_t), M * N, dtype, "cuda")
+    ref = reference(a, b, bias_t).to(dtype)
+    bad = (out != ref).nonzero()
+    assert bad.numel() == 0, (
+        f"{kernel_name(a, b)}: {bad.shape[0]} of {M * N} elements differ; first (row, col): "
+        f"{bad[:8].tolist()}; got {out[bad[0, 0], bad[0, 1]].item()} want {ref[bad[0, 0], bad[0, 1]].item()}"
+    )
+
+
+# ------------------------------------------------------------------ smoke (exact)
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_a_exact_one_tile(dtype, layout):
+    # One 128x128 tile, one k-block: the smallest thing the kernel can do.
+    M, N, K = 128, 128, 64
+    a, b = make_operands(M, N, K, dtype, "cuda", layout)
+    assert kernel_name(a, b) == expected_name(dtype, M, N, layout)
+    exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_a_exact_each_tile_config(dtype, layout):
+    # Several k-blocks (ring wrap, phase flips) and several tiles per CTA.
+    for M, N, K in (NARROW, SMALL, LARGE):
+        a, b = make_operands(M, N, 8, dtype, "cuda", layout)
+        assert kernel_name(a, b) == expected_name(dtype, M, N, layout)
+        exact_check(M, N, K, dtype, layout)
+
+
+# tf32: NT reads both operands from shared memory; TT reads its M-major A
+# into registers; NN runs as C^T = B^T A^T (B^T is the register A) and
+# stores its tiles transposed.  TN (both MN-major) is staged.
+TF32_LAYOUTS = ["NT", "NN", "TT"]
+
+
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_a_exact_tf32(tf32, layout):
+    for M, N, K in (NARROW, SMALL, LARGE):
+        a, b = make_operands(M, N, 8, torch.float32, "cuda", layout)
+        assert kernel_name(a, b) == expected_name(torch.float32, M, N, layout)
+        exact_check(M, N, K, torch.float32, layout)
+
+
+# ------------------------------------------------------------------ every config, random data
+
+def check(a, b, dtype, bias=True, tol=None, name=None):
+    N = b.shape[-1]
+    bias_t = rand((N,), dtype, "cuda") if bias else None
+    if name is not None:
+        assert kernel_name(a, b) == name
+    numel = a.shape[-2] * N * (a.shape[0] if a.dim() == 3 else b.shape[0] if b.dim() == 3 else 1)
+    out, _ = run_poisoned(lambda: gemm(a, b, bias_t), numel, dtype, "cuda")
+    assert_close_rel(out, reference(a, b, bias_t), dtype, tol)
+    return out
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_every_config_random(dtype, layout):
+    for M, N, K in [(NARROW[0], NARROW[1], 1000), (SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout)
+        check(a, b, dtype, name=expected_name(dtype, M, N, layout, K=K))
+
+
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_tf32_configs(tf32, layout):
+    for M, N, K in [(NARROW[0], NARROW[1], 1000), (SMALL[0], SMALL[1], 1000), (LARGE[0], LARGE[1], 1032)]:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
+        name = expected_name(torch.float32, M, N, layout, K=K)
+        check(a, b, torch.float32, tol=TF32_TOL, name=name)
+        if name.endswith(layout.lower()):
+            assert torch.ops.tiled.gemm_kernel_name(a, b) == name  # not staged
+
+
+def test_tf32_tn_is_staged(tf32):
+    # Both operands MN-major: one is copied K-major, the other read as is.
+    a, b = make_operands(300, 264, 200, torch.float32, "cuda", "TN")
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_"), torch.ops.tiled.gemm_kernel_name(a, b)
+    check(a, b, torch.float32, tol=TF32_TOL)
+
+
+# (M, N, K, batch): each variant the register-A kernels take by default, in
+# both orientations: 128x64, 128x128, 128x256, 128x192 (ring wraps, ragged
+# edges), stream-K over 128x64 tiles (64 pieces), a batch, ragged M/N/K.
+TF32_REGISTER_A_SHAPES = [(256, 512, 960, None), (1024, 1280, 520, None), (2048, 2048, 136, None),
+                          (1536, 1536, 1032, None), (1500, 1532, 200, None), (512, 1024, 4096, None),
+                          (136, 264, 520, 3), (300, 200, 136, None), (1000, 1000, 1000, None)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_tf32_register_a(tf32, layout):
+    seen = set()
+    for M, N, K, batch in TF32_REGISTER_A_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
+        tile = expected_tile(*tile_problem(torch.float32, M, N, layout, batch or 1, K), batch or 1, torch.float32, K,
+                             a_mn=True)
+        assert "sk" not in tile, (M, N, K)
+        seen.add(tile)
+        assert torch.ops.tiled.gemm_kernel_name(a, b) == variant_name(torch.float32, tile, layout), (M, N, K, batch)
+        check(a, b, torch.float32, bias=(M % 2 == 0), tol=TF32_TOL)
+        if batch is None:
+            exact_check(M, N, K, torch.float32, layout, bias=(M % 2 == 1))
+    assert seen == {"128x64", "128x128", "128x256", "128x192", "128x64streamk"}, seen
+
+
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_tf32_register_a_not_split(tf32, layout, monkeypatch):
+    # Split-K and ping-pong have no register-A kernels: those problems run
+    # on a K-major copy (NT).
+    a, b = make_operands(256, 256, 8192, torch.float32, "cuda", layout)  # split-K over 8-CTA clusters
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x128sk8", "NT")
+    check(a, b, torch.float32, tol=TF32_TOL)
+    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
+    a, b = make_operands(1024, 1280, 520, torch.float32, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x128pp", "NT")
+    check(a, b, torch.float32, tol=TF32_TOL)
+
+
+# tf32 NT with M <= 64 < N runs swapped, C^T = B^T A^T (again NT: B^T is
+# the tile-row operand), with C^T's tiles stored transposed by the
+# shared-memory kernels, unless the swapped tiles would split K.
+TF32_NT_SWAP_SHAPES = [  # (M, N, K, batch)
+    (16, 4096, 4096, None),  # stream-K over 128x64 tiles
+    (64, 520, 200, None),  # 128x64, ragged
+    (8, 14336, 520, None),  # 128x128
+    (1, 300, 72, 3),  # one row, batched
+    (33, 1000, 1032, 2),  # the swapped tiles split K: runs as called
+    (40, 1001, 136, None),  # C's rows not 16-byte aligned: checked stores of C^T
+]
+
+
+def test_tf32_nt_swapped_small_m(tf32, monkeypatch):
+    swapped = 0
+    for M, N, K, batch in TF32_NT_SWAP_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        want = expected_name(torch.float32, M, N, "NT", batch or 1, K)
+        swapped += tile_problem(torch.float32, M, N, "NT", batch or 1, K) == (N, M)
+        assert torch.ops.tiled.gemm_kernel_name(a, b) == want, (M, N, K, batch)
+        bias = rand((N,), torch.float32, "cuda") if M % 2 == 0 else None
+        # TMA stores of C^T's boxes against the checked element stores: same bits
+        tma, checked = outputs_under(monkeypatch, a, b, bias, torch.float32, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
+        assert_close_rel(tma, reference(a, b, bias), torch.float32, TF32_TOL)
+        assert torch.equal(tma, checked), (M, N, K, batch)
+        if batch is None:
+            exact_check(M, N, K, torch.float32, "NT", bias=(M % 2 == 1))
+    assert swapped == len(TF32_NT_SWAP_SHAPES) - 1
+    # TILED_SM90_TF32_SWAP_NT=0: never (the 128x64 tiles of the caller's problem)
+    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "0")
+    a, b = make_operands(100, 4096, 4096, torch.float32, "cuda", "NT")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x64streamk", "NT")
+    # =1: every NT whose swapped tiles can store C^T; 4096x100 takes 128x128
+    # tiles (no 128x64 tiles splitting a 65..128-wide N under stream-K)
+    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "1")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x128streamk", "NT")
+    check(a, b, torch.float32, tol=TF32_TOL)
+
+
+def test_tf32_few_tile_rows(tf32, monkeypatch):
+    # tf32 with a K-major A over <= 8 tile rows keeps the wave rule's tile:
+    # 1024x14336 (7 waves of 128x128, 4 of 128x256 pairs) runs 128x128;
+    # TILED_SM90_TF32_FEW_ROWS=0 forces 128x256 pairs as for more tile rows.
+    M, N, K = 1024, 14336, 72
+    a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
+    assert expected_tile(M, N, 1, torch.float32, K) == "128x128"
+    check(a, b, torch.float32, tol=TF32_TOL, name=variant_name(torch.float32, "128x128", "NT"))
+    monkeypatch.setenv("TILED_SM90_TF32_FEW_ROWS", "0")
+    check(a, b, torch.float32, tol=TF32_TOL, name=variant_name(torch.float32, "128x256c2", "NT"))
+
+
+def test_tf32_nt_swapped_every_config(tf32, monkeypatch):
+    # Forced swap over the shapes that reach each cooperative config (as the
+    # register-A kernels do for NN), plus 2-CTA clusters.
+    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "1")
+    seen = set()
+    for M, N, K, batch in TF32_REGISTER_A_SHAPES + [(4096, 4096, 1032, None)]:
+        tile = expected_tile(N, M, batch or 1, torch.float32, K)
+        assert "sk" not in tile, (M, N, K)
+        seen.add(tile)
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        assert kernel_name(a, b) == variant_name(torch.float32, tile, "NT"), (M, N, K, batch)
+        check(a, b, torch.float32, bias=(M % 2 == 0), tol=TF32_TOL)
+        if batch is None and M * N <= 2048 * 2048:
+            exact_check(M, N, K, torch.float32, "NT", bias=(M % 2 == 1))
+    assert seen == {"128x64", "128x128", "128x256", "128x192", "128x64streamk", "128x256c2"}, seen
+
+
+def test_f32_without_tf32_is_not_hopper():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a, b = make_operands(256, 256, 256, torch.float32, "cuda", "NT")
+    assert not kernel_name(a, b).startswith("sm90")
+
+
+# ------------------------------------------------------------------ edges
+
+def padded(rows, cols, dtype, ch, pad=8):
+    """A [rows, cols] view whose leading dimension is rounded up to `pad`
+    elements (so TMA can take it) while the extents stay arbitrary; the padding
+    holds huge values, which must never leak into the result."""
+    if ch == "N":
+        ld = -(-cols // pad) * pad
+        base = torch.full((rows, ld), 1e4, dtype=dtype, device="cuda")
+        base[:, :cols] = rand((rows, cols), dtype, "cuda")
+        return base[:, :cols]
+    ld = -(-rows // pad) * pad
+    base = torch.full((cols, ld), 1e4, dtype=dtype, device="cuda")
+    base[:, :rows] = rand((cols, rows), dtype, "cuda")
+    return base[:, :rows].t()
+
+
+EDGE_SHAPES = [
+    (1, 8, 8), (127, 129, 63), (129, 255, 65), (131, 257, 137), (257, 127, 131), (67, 509, 521),
+    (128, 256, 1), (255, 384, 200), (640, 520, 72),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_edges_padded_views(dtype, layout):
+    for M, N, K in EDGE_SHAPES:
+        a = padded(M, K, dtype, layout[0])
+        b = padded(K, N, dtype, layout[1])
+        if K > 1:  # K == 1: a column-major [M, 1] A is normalised to row-major, stride 1 (fallback)
+            assert kernel_name(a, b).startswith("sm90_"), (M, N, K)
+        check(a, b, dtype, bias=(M % 2 == 1))
+
+
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_edges_tf32(tf32, layout):
+    for M, N, K in EDGE_SHAPES:
+        a = padded(M, K, torch.float32, layout[0], pad=4)
+        b = padded(K, N, torch.float32, layout[1], pad=4)
+        assert kernel_name(a, b).startswith("sm90_tf32"), (M, N, K)
+        if min(M, N, K) > 1:  # a dim of 1: its operand's layout may be normalised
+            assert torch.ops.tiled.gemm_kernel_name(a, b).endswith("_" + layout.lower()), (M, N, K)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_edges_contiguous(dtype):
+    # Contiguous tensors: aligned leading dims, ragged tile edges, K % 64 != 0.
+    for M, N, K in [(1, 8, 8), (129, 136, 72), (257, 264, 520), (1000, 1000, 1000)]:
+        for layout in LAYOUTS:
+            a, b = make_operands(M, N, K, dtype, "cuda", layout)
+            if layout[0] == "T" and M % 8:
+                continue  # column-major A needs M % 8 == 0 for TMA; covered by the fallback test
+            assert kernel_name(a, b).startswith("sm90_"), (M, N, K, layout)
+            check(a, b, dtype)
+
+
+# ------------------------------------------------------------------ batches
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_batched(dtype, layout):
+    B, M, N, K = 3, 200, 264, 136
+    a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=B)
+    assert kernel_name(a, b).startswith("sm90_")
+    check(a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_batched_broadcast(dtype):
+    # A batch stride of 0 on either side (TMA batch coordinate pinned to 0).
+    B, M, N, K = 4, 136, 200, 72
+    a2, b2 = make_operands(M, N, K, dtype, "cuda", "TN")
+    a3, b3 = make_operands(M, N, K, dtype, "cuda", "TN", batch=B)
+    check(a2.expand(B, M, K), b3, dtype)
+    check(a3, b2.expand(B, K, N), dtype)
+    check(a3, b2, dtype)  # 3-D x 2-D with column-major A: not folded into M
+
+
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_batched_tf32(tf32, layout):
+    B, M, N, K = 3, 136, 200, 72
+    a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=B)
+    assert kernel_name(a, b).startswith("sm90_tf32")
+    check(a, b, torch.float32, tol=TF32_TOL)
+    # a batch stride of 0 on either side
+    a2, b2 = make_operands(M, N, K, torch.float32, "cuda", layout)
+    check(a2.expand(B, M, K), b, torch.float32, tol=TF32_TOL)
+    check(a, b2.expand(B, K, N), torch.float32, tol=TF32_TOL)
+
+
+# ------------------------------------------------------------------ large, determinism
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_large_bf16(layout):
+    # Several waves of persistent tiles, long K: ring phases over many tiles.
+    a, b = make_operands(4096, 4096, 2048, torch.bfloat16, "cuda", layout)
+    check(a, b, torch.bfloat16, name=expected_name(torch.bfloat16, 4096, 4096, layout))
+
+
+def assert_deterministic(M, N, K, dtype, name_part, runs=2):
+    """Same bits on repeated runs (NT, with bias) of the config named name_part."""
+    a, b = make_operands(M, N, K, dtype, "cuda", "NT")
+    bias = rand((N,), dtype, "cuda")
+    assert name_part in kernel_name(a, b)
+    first = gemm(a, b, bias)
+    for _ in range(runs):
+        assert torch.equal(gemm(a, b, bias), first)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_deterministic(dtype):
+    assert_deterministic(1000, 2056, 1032, dtype, "sm90_")
+
+
+# ------------------------------------------------------------------ what Hopper refuses
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_unaligned_is_staged(dtype):
+    # Leading dims that are not 16-byte multiples, and a misaligned pointer:
+    # the offending operand is copied to an aligned one (staging).
+    a, b = make_operands(257, 255, 129, dtype, "cuda", "NN")
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_ab+sm90")
+    check(a, b, dtype)
+    base = rand((257 * 128 + 1,), dtype, "cuda")
+    a = base[1:].view(257, 128)  # 2-byte offset from a 16-byte aligned block
+    b = rand((128, 136), dtype, "cuda")
+    assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_a+sm90")
+    check(a, b, dtype)
+    # too small to pay for a copy: the SIMT kernel reads it in place
+    a, b = make_operands(7, 255, 129, dtype, "cuda", "NN")
+    assert torch.ops.tiled.gemm_kernel_name(a, b) == "simt_general"
+    check(a, b, dtype)
+
+
+def test_float64_is_not_hopper():
+    a, b = make_operands(256, 256, 256, torch.float64, "cuda", "NN")
+    assert not kernel_name(a, b).startswith("sm90")
+
+
+
+# ------------------------------------------------------------------ opt-in: 2-CTA clusters, B multicast
+
+def cluster_name(dtype, M, N, layout, batch=1):
+    # TILED_SM90_CLUSTER=2 puts every cooperative 128x256 choice in clusters.
+    return expected_name(dtype, M, N, layout, batch).replace("128x256_", "128x256c2_")
+
+
+@pytest.fixture
+def cluster2(monkeypatch):
+    # Read by hopper.cu on every call (getenv), so this flips it for the test only.
+    monkeypatch.setenv("TILED_SM90_CLUSTER", "2")
+    yield
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_cluster_exact(cluster2, dtype, layout):
+    M, N, K = LARGE
+    a, b = make_operands(M, N, 8, dtype, "cuda", layout)
+    assert kernel_name(a, b) == cluster_name(dtype, M, N, layout)
+    exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_cluster_edges(cluster2, dtype, layout):
+    # Odd tile-row count (the pair's second CTA runs a tile wholly past M),
+    # ragged N and K, batches, and several waves of tile pairs.
+    for M, N, K, batch in [(296, 11264, 200, None), (296, 5624, 72, 2), (4096, 4096, 1032, None)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert kernel_name(a, b) == cluster_name(dtype, M, N, layout, batch or 1), (M, N, K, batch)
+        check(a, b, dtype)
+
+
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_cluster_tf32(cluster2, tf32, layout):
+    # tf32 takes clusters for cooperative 128x256 tiles only (NN: tiles over
+    # C^T, so its shapes are given transposed).
+    M, N, K = LARGE
+    a, b = make_operands(M, N, 8, torch.float32, "cuda", layout)
+    assert kernel_name(a, b) == cluster_name(torch.float32, M, N, layout)
+    assert "c2_" in kernel_name(a, b)
+    exact_check(M, N, K, torch.float32, layout)
+    for M, N, K, batch in [(296, 11264, 200, None), (296, 5624, 72, 2), (4096, 4096, 1032, None)]:
+        if layout == "NN":
+            M, N = N, M
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
+        assert kernel_name(a, b) == cluster_name(torch.float32, M, N, layout, batch or 1), (M, N, K, batch)
+        assert "c2_" in kernel_name(a, b)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
+# ------------------------------------------------------------------ opt-in variants (env switches, read per call)
+#
+# TILED_SM90_SCHEDULE=pingpong  128x128 tiles, one per consumer warpgroup, alternating
+# TILED_SM90_SPLITK=auto|2|4|8  split K over a cluster of CTAs, DSMEM reduction in fixed order
+# TILED_SM90_GROUPM=g           tile rows per raster group (default 8)
+
+def variant_name(dtype, variant, layout):
+    return f"sm90_{TAG[dtype]}_{variant}_{layout.lower()}"
+
+
+@pytest.fixture
+def pingpong(monkeypatch):
+    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
+    yield
+
+
+# k-block counts around the 6-stage ring (1, 5, 6, 7, 17) and many tiles per
+# CTA (the two warpgroups alternate; odd and even tile counts per CTA).
+PINGPONG_SHAPES = [
+    (128, 128, 64), (256, 512, 320), (1024, 4096, 384), (2048, 4096, 448), (4096, 4096, 64),
+    (2048, 2048, 1088), (131, 257, 137), (1000, 1000, 1000),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_pingpong_exact(pingpong, dtype, layout):
+    for M, N, K in PINGPONG_SHAPES:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, 8, dtype, "cuda", layout)
+        assert kernel_name(a, b) == variant_name(dtype, "128x128pp", layout), (M, N, K)
+        exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_pingpong_edges_batched(pingpong, dtype, layout):
+    for M, N, K in EDGE_SHAPES:
+        a = padded(M, K, dtype, layout[0])
+        b = padded(K, N, dtype, layout[1])
+        if K > 1:
+            assert kernel_name(a, b) == variant_name(dtype, "128x128pp", layout), (M, N, K)
+        check(a, b, dtype, bias=(M % 2 == 1))
+    a, b = make_operands(200, 264, 136, dtype, "cuda", layout, batch=3)
+    check(a, b, dtype, name=variant_name(dtype, "128x128pp", layout))
+    a, b = make_operands(4096, 4096, 2048, dtype, "cuda", layout)
+    check(a, b, dtype, name=variant_name(dtype, "128x128pp", layout))
+
+
+def test_pingpong_tf32(pingpong, tf32):
+    for M, N, K in PINGPONG_SHAPES[:6]:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
+        check(a, b, torch.float32, tol=TF32_TOL, name=variant_name(torch.float32, "128x128pp", "NT"))
+    for M, N, K in EDGE_SHAPES:
+        a = padded(M, K, torch.float32, "N", pad=4)
+        b = padded(K, N, torch.float32, "T", pad=4)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_pingpong_cluster(pingpong, cluster2, dtype, layout):
+    # Ping-pong inside 2-CTA clusters with B multicast (odd tile-row counts too).
+    M, N, K = LARGE
+    a, b = make_operands(M, N, 8, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x128ppc2", layout)
+    exact_check(M, N, K, dtype, layout)
+    for M, N, K, batch in [(296, 11264, 200, None), (296, 5624, 72, 2), (4096, 4096, 1032, None)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        check(a, b, dtype, name=variant_name(dtype, "128x128ppc2", layout))
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_pingpong_deterministic(pingpong, dtype):
+    assert_deterministic(2000, 2056, 1032, dtype, "128x128pp")
+
+
+def expected_split(M, N, K, setting, dtype=torch.bfloat16, batch=1):
+    """Mirror of hopper.cu's TILED_SM90_SPLITK choice: the split factor, or 0."""
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    tiles = cdiv(M, 128) * cdiv(N, 128) * batch
+    kb = cdiv(K, 32 if dtype == torch.float32 else 64)
+    if setting == "auto":  # S = 2 when the tiles fill <= half the SMs, >= 32 k-blocks
+        return 2 if tiles * 2 <= num_sms() and kb >= 32 else 0
+    v = int(setting)
+    s = 8 if v >= 8 else 4 if v >= 4 else 2 if v >= 2 else 0
+    while s > kb:
+        s //= 2
+    return s if s >= 2 else 0
+
+
+SPLIT_SHAPES = [  # (M, N, K, batch)
+    (16, 4096, 1024, None), (128, 1000, 1000, None), (200, 264, 520, None), (67, 509, 521, None),
+    (129, 256, 2000, None), (1, 8, 8, None), (128, 256, 130, None), (200, 264, 1032, 3),
+]
+
+
+@pytest.mark.parametrize("setting", ["2", "4", "8", "auto"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_splitk(monkeypatch, setting, dtype, layout):
+    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    for M, N, K, batch in SPLIT_SHAPES:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        s = expected_split(M, N, K, setting, dtype, batch or 1)
+        if s:
+            assert kernel_name(a, b) == variant_name(dtype, f"128x128sk{s}", layout), (M, N, K, batch)
+        check(a, b, dtype)
+    # exact (small integers): every split's partial and the fixed-order sum
+    for M, N, K in [(128, 512, 1024), (16, 4096, 4096), (131, 264, 600)]:
+        if layout[0] == "T" and M % 8:
+            continue
+        exact_check(M, N, K, dtype, layout)
+
+
+def test_splitk_auto_picks(monkeypatch):
+    # Opt-in "auto": S = 2 where the 128x128 tiles fill <= half the SMs and K
+    # has >= 32 k-blocks.  Unset: 128x64 tiles, their K split in two where
+    # they fill <= half the SMs.
+    for M, N, K, unset in [(16, 4096, 4096, "128x64sk2"), (128, 4096, 4096, "128x64sk2"),
+                           (256, 4096, 4096, "128x64"), (200, 1000, 2048, "128x64sk2")]:
+        a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
+        monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
+        assert kernel_name(a, b) == variant_name(torch.bfloat16, unset, "NN"), (M, N, K)
+        assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K)
+        monkeypatch.setenv("TILED_SM90_SPLITK", "auto")
+        assert expected_split(M, N, K, "auto") == 2, (M, N, K)
+        assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x128sk2", "NN")
+        check(a, b, torch.bfloat16)
+    # too few k-blocks per CTA (1024^3: 16), or enough tiles: no split
+    for M, N, K in [(1024, 1024, 1024), (4096, 4096, 4096), (2048, 2048, 2048)]:
+        a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
+        assert "sk" not in kernel_name(a, b), (M, N, K)
+    monkeypatch.setenv("TILED_SM90_SPLITK", "0")  # off
+    a, b = make_operands(128, 4096, 4096, torch.bfloat16, "cuda", "NN")
+    assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x64", "NN")  # few tiles, no split
+
+
+def test_wave_cost_schedule():
+    # M = 777, N = 14336: 7 tile rows run as 4 pairs (8 rows) in clusters,
+    # 4 waves of pairs, against 3 waves of single 128x256 tiles: no clusters.
+    # M = 768 (6 rows, no padding row): clusters.  M = 1024: 4 waves of
+    # 128x256 pairs (the last 39% full) against 7 of ping-pong pairs (3.78).
+    for M, want in [(777, "128x256"), (768, "128x256c2"), (1024, "128x128ppc2")]:
+        a, b = make_operands(M, 14336, 64, torch.bfloat16, "cuda", "NN")
+        assert expected_tile(M, 14336, 1, torch.bfloat16) == want, M
+        assert kernel_name(a, b) == variant_name(torch.bfloat16, want, "NN"), M
+        check(a, b, torch.bfloat16)
+
+
+def test_splitk_tf32(monkeypatch, tf32):
+    for setting in ["2", "4", "8", "auto"]:
+        monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+        for M, N, K, batch in SPLIT_SHAPES:
+            a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+            s = expected_split(M, N, K, setting, torch.float32, batch or 1)
+            if s:
+                assert kernel_name(a, b) == variant_name(torch.float32, f"128x128sk{s}", "NT")
+            check(a, b, torch.float32, tol=TF32_TOL)
+
+
+@pytest.mark.parametrize("setting", ["2", "8", "auto"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_splitk_deterministic(monkeypatch, setting, dtype):
+    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    a, b = make_operands(128, 4096, 4096, dtype, "cuda", "NT")
+    bias = rand((4096,), dtype, "cuda")
+    assert "sk" in kernel_name(a, b)
+    first = gemm(a, b, bias)
+    for _ in range(5):
+        assert torch.equal(gemm(a, b, bias), first)
+
+
+@pytest.mark.parametrize("group", ["1", "3", "64"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_groupm(monkeypatch, group, dtype):
+    monkeypatch.setenv("TILED_SM90_GROUPM", group)
+    for layout in LAYOUTS:
+        for M, N, K in [LARGE, (4096, 2048, 128), (1000, 3000, 136)]:
+            exact_check(M, N, K, dtype, layout)
+    a, b = make_operands(640, 520, 72, dtype, "cuda", "NN", batch=3)
+    check(a, b, dtype)
+
+
+# ------------------------------------------------------------------ opt-in: TILED_SM90_SMALLM=1
+# Cooperative consumer warpgroups whose 64-row slab is wholly past M wait on /
+# release every stage but issue no wgmma and store nothing; M <= 64 is kept off
+# the automatic ping-pong.  Same kernels (a runtime argument), same names.
+
+@pytest.fixture
+def smallm(monkeypatch):
+    monkeypatch.setenv("TILED_SM90_SMALLM", "1")
+
+
+SMALLM_SHAPES = [  # (M, N, K, batch); N, K multiples of 8 (TMA strides without staging)
+    (1, 8, 8, None), (8, 4096, 1024, None), (16, 1000, 1032, None), (33, 504, 520, None), (64, 520, 200, None),
+    (65, 264, 136, None),  # slab 1 of the only tile row is live (row 64)
+    (136, 200, 72, None),  # tile row 1: slab 0 live, slab 1 idle
+    (300, 264, 600, None),  # tile row 2: slab 1 idle; ragged K
+    (16, 264, 136, 3), (72, 200, 520, 4),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm(smallm, dtype, layout):
+    for M, N, K, batch in SMALLM_SHAPES:
+        if layout[0] == "T" and M % 8:
+            continue  # column-major A needs M % 8 == 0 for TMA
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, batch or 1, dtype), layout), (
+            M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0))
+    # exact (small integers), several k-blocks and tiles per CTA
+    for M, N, K in [(16, 4096, 1024), (64, 520, 600), (136, 264, 200), (8, 34048, 128)]:
+        if layout[0] == "T" and M % 8:
+            continue
+        exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_padded_views(smallm, dtype):
+    for layout in LAYOUTS:
+        for M, N, K in [(1, 8, 8), (63, 129, 65), (67, 509, 521), (129, 255, 65), (131, 257, 137)]:
+            a = padded(M, K, dtype, layout[0])
+            b = padded(K, N, dtype, layout[1])
+            check(a, b, dtype, bias=(M % 2 == 1))
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_wide_one_tile_row(smallm, dtype):
+    # 266 tiles of 128x128 in one tile row: cooperative, no clusters (they
+    # pair tile rows), slab 1 idle in every tile.
+    M, N, K = 16, 34048, 200
+    a, b = make_operands(M, N, K, dtype, "cuda", "NN")
+    assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, 1, dtype), "NN")
+    assert "c2" not in kernel_name(a, b)
+    check(a, b, dtype)
+    a, b = make_operands(65, N, K, dtype, "cuda", "NN")  # M > 64: the default choice
+    assert kernel_name(a, b) == variant_name(dtype, expected_tile(65, N, 1, dtype), "NN")
+    check(a, b, dtype)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_cluster_odd_rows(smallm, monkeypatch, dtype, layout):
+    # 3 tile rows of 128x256 in 2-CTA clusters: the pair's second CTA of tile
+    # rows (2, 3) is wholly past M (both warpgroups idle, still loading and
+    # multicasting its half of B); tile row 2's second slab is idle too.
+    monkeypatch.setenv("TILED_SM90_CLUSTER", "2")
+    monkeypatch.setenv("TILED_SM90_SCHEDULE", "cooperative")
+    M, N, K = 296, 8192, 136  # M % 8 == 0: column-major A runs unstaged
+    a, b = make_operands(M, N, K, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x256c2", layout)
+    check(a, b, dtype)
+    exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("setting", ["2", "4", "auto"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_splitk(smallm, monkeypatch, setting, dtype, layout):
+    # The combination to measure for decode shapes: split-K clusters whose
+    # CTAs each run one live slab.
+    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    for M, N, K, batch in [(16, 4096, 1024, None), (64, 1000, 1000, None), (136, 264, 520, None),
+                           (16, 264, 1032, 3)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        s = expected_split(M, N, K, setting, dtype, batch or 1)
+        if s:
+            assert kernel_name(a, b) == variant_name(dtype, f"128x128sk{s}", layout), (M, N, K, batch)
+        check(a, b, dtype)
+    exact_check(16, 4096, 4096, dtype, layout)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_explicit_pingpong(smallm, monkeypatch, dtype):
+    # An explicit ping-pong schedule ignores the skip (each warpgroup owns all 128 rows).
+    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
+    for M, N, K in [(16, 4096, 520), (136, 1000, 200)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
+        assert kernel_name(a, b) == variant_name(dtype, "128x128pp", "NT")
+        check(a, b, dtype)
+
+
+def test_smallm_tf32(smallm, tf32):
+    for M, N, K, batch in SMALLM_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        assert kernel_name(a, b).startswith("sm90_tf32"), (M, N, K, batch)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smallm_deterministic(smallm, dtype):
+    a, b = make_operands(16, 4096, 4096, dtype, "cuda", "NT")
+    bias = rand((4096,), dtype, "cuda")
+    first = gemm(a, b, bias)
+    for _ in range(3):
+        assert torch.equal(gemm(a, b, bias), first)
+
+
+# ------------------------------------------------------------------ epilogues: TMA, vector, checked stores
+# A C whose rows are 16-byte aligned is stored by TMA from shared memory
+# (every tile but 128x192's; edges clipped by TMA).  Otherwise interior
+# tiles with 4-column-aligned C store 4 consecutive columns per lane after a
+# lane-pair exchange; edge tiles keep the checked stores.
+# TILED_SM90_TMA_EPILOGUE=0 turns TMA off, TILED_SM90_VEC_EPILOGUE=0 forces
+# the checked stores everywhere: all must give the same bits, for every
+# schedule and layout.
+
+VEC_CASES = [  # (M, N, K, batch, env)
+    (256, 512, 200, None, {}),  # 128x128 cooperative, all interior
+    (300, 1000, 136, None, {}),  # ragged M and N: interior and edge tiles in one launch
+    (2048, 2048, 136, None, {}),  # cooperative 128x256, one wave
+    (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "pingpong"}),  # ping-pong without clusters
+    (4096, 4096, 72, None, {}),  # ping-pong in 2-CTA clusters
+    (777, 14336, 64, None, {}),  # cooperative 128x256 with an odd tile-row count
+    (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),  # 128x256c2
+    (600, 1032, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
+    (200, 1002, 72, None, {}),  # N % 4 == 2: shared-memory stores against checked ones
+    (256, 516, 200, None, {}),  # N % 8 == 4: bf16 rows not 16-byte aligned, no TMA
+    (1000, 1032, 1000, None, {"TILED_SM90_STREAMK": "1"}),  # stream-K owners store by TMA
+    (1536, 1536, 136, None, {}),  # 128x192: register stores
+    # Deferred TMA boxes (the last boxes of a tile stored during the next
+    # tile's first k-blocks), several tiles per CTA: 128x256c2 (two boxes
+    # deferred) with 9 k-blocks, and with one k-block (a box is left for
+    # after the next tile's mainloop); 128x256 (one box) with idle slabs
+    # (rows past M: that warpgroup's mainloop is empty); 128x128, batched.
+    (4096, 4096, 520, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
+    (4096, 4096, 64, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
+    (777, 14336, 200, None, {"TILED_SM90_SMALLM": "1"}),
+    (1000, 1032, 136, 3, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "1"}),
+]
+
+
+def outputs_under(monkeypatch, a, b, bias, dtype, *settings):
+    """gemm(a, b, bias) under each dict of settings in turn (on top of the
+    current environment), each output poisoned first."""
+    numel = a.shape[-2] * b.shape[-1] * (a.shape[0] if a.dim() == 3 else b.shape[0] if b.dim() == 3 else 1)
+    outs = []
+    for env in settings:
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            outs.append(run_poisoned(lambda: gemm(a, b, bias), numel, dtype, "cuda")[0])
+    return outs
+
+
+def vec_and_checked(monkeypatch, a, b, bias, dtype):
+    """The output with the default epilogue (TMA stores where C's rows are
+    16-byte aligned) and the output with TILED_SM90_VEC_EPILOGUE=0 (checked
+    stores everywhere); also asserts that TILED_SM90_TMA_EPILOGUE=0
+    (register vector stores) and TILED_SM90_DEFER_EPILOGUE=0 (every TMA box
+    stored at the end of its tile) give the same bits."""
+    vec, regs, undeferred, checked = outputs_under(monkeypatch, a, b, bias, dtype, {},
+                                                   {"TILED_SM90_TMA_EPILOGUE": "0"},
+                                                   {"TILED_SM90_DEFER_EPILOGUE": "0"},
+                                                   {"TILED_SM90_VEC_EPILOGUE": "0"})
+    assert torch.equal(vec, regs)
+    assert torch.equal(vec, undeferred)
+    return vec, checked
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_vec_epilogue_matches_scalar(monkeypatch, dtype, layout):
+    for M, N, K, batch, env in VEC_CASES:
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+            bias = rand((N,), dtype, "cuda")
+            assert kernel_name(a, b).startswith("sm90_"), (M, N, K)
+            vec, scalar = vec_and_checked(monkeypatch, a, b, bias, dtype)
+            assert_close_rel(vec, reference(a, b, bias), dtype)
+            assert torch.equal(vec, scalar), (M, N, K, batch, env)
+
+
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_vec_epilogue_tf32(tf32, monkeypatch, layout):
+    # fp32 output: 16-byte stores; NN: C^T's tiles transposed into TMA boxes
+    # or stored element by element (128x64, 128x256, ragged, a batch).
+    for M, N, K, batch in [(256, 512, 96, None), (300, 1000, 136, None), (2048, 2048, 64, None),
+                           (1000, 1000, 200, None), (136, 264, 520, 3)]:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
+        assert kernel_name(a, b).endswith("_" + layout.lower()), (M, N, K, kernel_name(a, b))
+        bias = rand((N,), torch.float32, "cuda")
+        vec, checked = vec_and_checked(monkeypatch, a, b, bias, torch.float32)
+        assert_close_rel(vec, reference(a, b, bias), torch.float32, TF32_TOL)
+        assert torch.equal(vec, checked), (M, N, K)
+    exact_check(2048, 2048, 256, torch.float32, layout)
+
+
+# ------------------------------------------------------------------ C not 4-column aligned
+# Each consumer warp passes its rows through shared memory and stores them
+# row by row; TILED_SM90_SMEM_EPILOGUE=0 gives the checked fragment-order
+# stores instead: same bits, every schedule, layout and edge.
+
+SMEM_EPI_CASES = [  # (M, N, K, batch, env), N % 4 != 0
+    (256, 509, 200, None, {}),  # 128x64 tiles, ragged last tile column
+    (300, 1001, 136, None, {}),  # ragged M and N
+    (2048, 2046, 136, None, {}),  # 128x256, N % 4 == 2
+    (1536, 1535, 200, None, {}),  # 128x192
+    (4096, 4095, 72, None, {}),  # 2-CTA clusters
+    (2048, 2047, 136, None, {"TILED_SM90_SCHEDULE": "pingpong"}),  # two 64-row slabs per warpgroup
+    (600, 1031, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
+    (1000, 1001, 1000, None, {"TILED_SM90_STREAMK": "1"}),  # stream-K owners store
+]
+
+
+def smem_and_checked(monkeypatch, M, N, K, batch, env, dtype, layout, bias=True):
+    with monkeypatch.context() as m:
+        for k, v in env.items():
+            m.setenv(k, v)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        bias_t = rand((N,), dtype, "cuda") if bias else None
+        assert "sm90_" in kernel_name(a, b), (M, N, K, kernel_name(a, b))
+        out, checked = outputs_under(m, a, b, bias_t, dtype, {}, {"TILED_SM90_SMEM_EPILOGUE": "0"})
+    return out, checked, reference(a, b, bias_t)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_smem_epilogue_matches_checked(monkeypatch, dtype, layout):
+    for i, (M, N, K, batch, env) in enumerate(SMEM_EPI_CASES):
+        out, checked, ref = smem_and_checked(monkeypatch, M, N, K, batch, env, dtype, layout, bias=i % 2 == 0)
+        assert_close_rel(out, ref, dtype)
+        assert torch.equal(out, checked), (M, N, K, batch, env)
+    exact_check(300, 1001, 136, dtype, layout)
+    exact_check(1536, 1535, 200, dtype, layout, bias=False)
+
+
+def test_smem_epilogue_tf32(tf32, monkeypatch):
+    # fp32 output: 128 contiguous bytes per warp store.
+    for M, N, K, batch, env in [(300, 1001, 136, None, {}), (1536, 1535, 200, None, {}), (2048, 2047, 64, None, {}),
+                                (200, 1003, 96, 2, {}), (1000, 1001, 1000, None, {"TILED_SM90_STREAMK": "1"})]:
+        out, checked, ref = smem_and_checked(monkeypatch, M, N, K, batch, env, torch.float32, "NT")
+        assert_close_rel(out, ref, torch.float32, TF32_TOL)
+        assert torch.equal(out, checked), (M, N, K, batch, env)
+    exact_check(2048, 2047, 256, torch.float32, "NT")
+
+
+def check_config_shapes(shapes, dtype, layout, variant, exact=True):
+    """Each (M, N, K, batch) runs `variant` (and the Python mirror agrees)
+    and matches the reference (bias on even M); with `exact`, 2-D ones also
+    pass the small-integer exact check.  Column-major A needs M % 8 == 0
+    (else it is staged): those shapes are skipped in T layouts."""
+    for M, N, K, batch in shapes:
+        if layout[0] == "T" and M % 8:
+            continue
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert expected_tile(M, N, batch or 1, dtype, K) == variant, (M, N, K, batch)
+        assert kernel_name(a, b) == variant_name(dtype, variant, layout), (M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0), tol=TF32_TOL if dtype == torch.float32 else None)
+        if exact and batch is None:
+            exact_check(M, N, K, dtype, layout)
+
+
+# ------------------------------------------------------------------ 128x64 tiles, K split over 2-CTA clusters
+
+# (M, N, K, batch): 128x64 tiles filling <= half the SMs with >= 32
+# k-blocks; ragged M, N and K (the split point inside a k-block range), a
+# batch, one tile.
+NARROW_SPLIT_SHAPES = [(128, 4096, 4096, None), (100, 1000, 2048, None), (200, 264, 2056, 3), (67, 64, 2104, None)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_narrow_splitk(dtype, layout):
+    check_config_shapes(NARROW_SPLIT_SHAPES, dtype, layout, "128x64sk2", exact=False)
+    exact_check(128, 1000, 2048, dtype, layout)
+    exact_check(200, 264, 2120, dtype, layout, bias=False)
+
+
+def test_narrow_splitk_tf32_and_bits(tf32):
+    check_config_shapes([(128, 1000, 2048, None), (100, 2000, 1000, None)], torch.float32, "NT", "128x64sk2",
+                        exact=False)
+    exact_check(128, 1000, 2048, torch.float32, "NT")
+    # the halves are added in a fixed order: same bits every run
+    for dtype in HALF:
+        assert_deterministic(128, 4096, 4096, dtype, "128x64sk2", runs=3)
+
+
+# ------------------------------------------------------------------ 128x192 tiles (a badly filled last wave)
+
+# (M, N, K, batch), each picked as 128x192 by default: the 5-stage ring wraps
+# (K = 1032: 17 k-blocks), N not a multiple of 192 (a ragged last tile
+# column; 4096 leaves one 64 wide), ragged M and K, a batch.
+N192_SHAPES = [(1536, 1536, 1032, None), (640, 4096, 136, None), (768, 1000, 520, 3), (1500, 1530, 200, None)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_n192_tiles(monkeypatch, dtype, layout):
+    check_config_shapes(N192_SHAPES, dtype, layout, "128x192")
+    # Forced on a full grid: several persistent tiles per CTA (176 tiles),
+    # ring phases carried across tiles; and forced off.
+    monkeypatch.setenv("TILED_SM90_N192", "1")
+    a, b = make_operands(2048, 2048, 136, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x192", layout)
+    check(a, b, dtype)
+    exact_check(2048, 2048, 136, dtype, layout)
+    monkeypatch.setenv("TILED_SM90_N192", "0")
+    a, b = make_operands(1536, 1536, 64, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x256", layout)
+
+
+def test_n192_tiles_tf32(tf32, monkeypatch):
+    check_config_shapes(N192_SHAPES, torch.float32, "NT", "128x192", exact=False)
+    exact_check(1536, 1536, 256, torch.float32, "NT")
+    monkeypatch.setenv("TILED_SM90_N192", "1")
+    a, b = make_operands(2048, 2048, 136, torch.float32, "cuda", "NT")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x192", "NT")
+    check(a, b, torch.float32, tol=TF32_TOL)
+
+
+# ------------------------------------------------------------------ 128x64 tiles (few tiles, no K split)
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_narrow_tiles(monkeypatch, dtype, layout):
+    # 8-stage ring wraps (K = 1032: 17 k-blocks), ragged M/N/K, batches, bias,
+    # several tiles per CTA when the 128x64 tiles outnumber the SMs.
+    check_config_shapes([(256, 512, 1032, None), (300, 200, 136, None), (1024, 1024, 1000, None),
+                         (136, 264, 520, 3), (640, 1000, 72, None)], dtype, layout, "128x64")
+    monkeypatch.setenv("TILED_SM90_NARROW", "0")
+    a, b = make_operands(256, 512, 256, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x128", layout)
+
+
+def test_narrow_tiles_tf32(tf32):
+    check_config_shapes([(256, 512, 960, None), (300, 200, 136, None), (1024, 1024, 512, None)], torch.float32,
+                        "NT", "128x64", exact=False)
+    exact_check(256, 512, 256, torch.float32, "NT")
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_narrow_tiles_forced(monkeypatch, dtype):
+    # TILED_SM90_NARROW=1: 128x64 tiles on a full grid (several persistent
+    # tiles per CTA, ring phases carried across tiles).
+    monkeypatch.setenv("TILED_SM90_NARROW", "1")
+    for layout in LAYOUTS:
+        a, b = make_operands(2048, 2048, 136, dtype, "cuda", layout)
+        assert kernel_name(a, b) == variant_name(dtype, "128x64", layout)
+        check(a, b, dtype)
+        exact_check(1536, 1536, 200, dtype, layout)
+
+
+# ------------------------------------------------------------------ stream-K (TILED_SM90_STREAMK=1)
+
+def expected_streamk_tile(M, N, K, batch=1, dtype=torch.bfloat16):
+    """The tile with TILED_SM90_STREAMK=1."""
+    return expected_tile(M, N, batch, dtype, K, streamk=True)
+
+
+@pytest.fixture
+def streamk(monkeypatch):
+    monkeypatch.setenv("TILED_SM90_STREAMK", "1")
+    yield
+
+
+# (M, N, K, batch): pieces per tile from ~8 (few tiles, deep K: each owner
+# adds 7 partials) down to 2 (one wave and a part: every tile split at most
+# once, whole tiles after); ragged M/N/K; batches.
+STREAMK_SHAPES = [
+    (256, 512, 4096, None),  # 16 tiles of 128x64, 64 k-blocks: ~8 pieces each
+    (1536, 1536, 1536, None),  # 72 tiles of 128x256, 24 k-blocks: 2-3 pieces
+    (1000, 1000, 1000, None),  # ragged everything, 128x128 tiles
+    (2048, 2048, 520, None),  # 128 tiles of 128x256, 9 k-blocks (one ragged)
+    (200, 300, 2000, 3),  # batched, ragged
+    (129, 4096, 1032, None),  # a ragged second tile row
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_streamk_exact(streamk, dtype, layout):
+    # Small integers: every partial sum is exact, so the pieces must add up
+    # to the reference bit for bit (a lost, doubled or misplaced piece shows).
+    for M, N, K in [(256, 512, 4096), (1536, 1536, 1536), (129, 4096, 1032)]:
+        assert expected_streamk_tile(M, N, K, 1, dtype).endswith("streamk"), (M, N, K)
+        exact_check(M, N, K, dtype, layout)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_streamk_random(streamk, dtype, layout):
+    for M, N, K, batch in STREAMK_SHAPES:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        want = expected_streamk_tile(M, N, K, batch or 1, dtype)
+        assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0))
+
+
+@pytest.mark.parametrize("layout", TF32_LAYOUTS)
+def test_streamk_tf32(streamk, tf32, layout):
+    for M, N, K, batch in STREAMK_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
+        want = expected_name(torch.float32, M, N, layout, batch or 1, K, streamk=True)
+        assert kernel_name(a, b) == want, (M, N, K, batch)
+        check(a, b, torch.float32, tol=TF32_TOL)
+
+
+def test_streamk_whole_tiles_after(streamk, monkeypatch):
+    # 3.5 waves of 128x256 tiles (464 on 132 SMs), clusters off: one full
+    # wave and the partial one in stream-K pieces, two waves of whole tiles
+    # after them.
+    monkeypatch.setenv("TILED_SM90_CLUSTER", "1")
+    M, N, K = 128 * 29 - 5, 4096, 1000
+    assert expected_tile(M, N, 1, torch.bfloat16, K) == "128x256c2"  # without the cluster switch
+    a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
+    assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x256streamk", "NN")
+    check(a, b, torch.bfloat16)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_streamk_deterministic(streamk, dtype):
+    assert_deterministic(1536, 1536, 4096, dtype, "streamk_nt", runs=3)
+
+
+def test_streamk_cuda_graph(streamk):
+    # The flags are reset by a memset node before every replay.
+    a, b = make_operands(1536, 1536, 1536, torch.bfloat16, "cuda", "NN")
+    want = gemm(a, b)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        gemm(a, b)  # warm-up outside capture
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = gemm(a, b)
+    for _ in range(3):
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_deep_k_defaults(monkeypatch, dtype):
+    # Few tiles and a deep K (>= 128 k-blocks): split-K over 8-CTA clusters
+    # for <= 11 tiles of 128x128, stream-K up to a quarter of the SMs.
+    monkeypatch.delenv("TILED_SM90_STREAMK", raising=False)
+    monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
+    for M, N, K, kind in [(1536, 1536, 1536, "128x192_"), (256, 256, 8192, "sk8"), (384, 384, 8192, "sk8"),
+                          (256, 256, 8128, "128x64sk2_"), (512, 512, 8192, "streamk"), (256, 1024, 8200, "streamk"),
+                          (1000, 1000, 8192, "128x64_")]:
+        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
+        assert kind in kernel_name(a, b), (M, N, K)
+        assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, 1, dtype, K), "NT"), (M, N, K)
+        check(a, b, dtype)
+    monkeypatch.setenv("TILED_SM90_STREAMK", "0")  # the 128x64 tiles split K in two instead
+    a, b = make_operands(512, 512, 8192, dtype, "cuda", "NT")
+    assert kernel_name(a, b) == variant_name(dtype, "128x64sk2", "NT")
+    monkeypatch.setenv("TILED_SM90_SPLITK", "0")
+    a, b = make_operands(256, 256, 8192, dtype, "cuda", "NT")
+    assert kernel_name(a, b) == variant_name(dtype, "128x64", "NT")

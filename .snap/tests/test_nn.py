@@ -1,0 +1,99 @@
+"""TiledLinear and swap_linear: a drop-in nn.Linear."""
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import torch_tiled_gemm as ttg
+from conftest import DEVICES
+
+
+def make_model(device):
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Linear(16, 32), nn.GELU(), nn.Sequential(nn.Linear(32, 32, bias=False), nn.ReLU()), nn.Linear(32, 8)
+    ).to(device)
+
+
+def test_constructor_init_state_dict():
+    torch.manual_seed(1)
+    ref = nn.Linear(10, 6)
+    torch.manual_seed(1)
+    lin = ttg.TiledLinear(10, 6)
+    assert isinstance(lin, nn.Linear)
+    torch.testing.assert_close(lin.weight, ref.weight)
+    torch.testing.assert_close(lin.bias, ref.bias)
+    assert lin.state_dict().keys() == ref.state_dict().keys()
+    lin2 = ttg.TiledLinear(10, 6, bias=False, dtype=torch.float64)
+    assert lin2.bias is None and lin2.weight.dtype == torch.float64
+    # nn.Linear checkpoint loads into TiledLinear and back.
+    lin.load_state_dict(nn.Linear(10, 6).state_dict())
+    nn.Linear(10, 6).load_state_dict(lin.state_dict())
+    assert "in_features=10" in repr(lin)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_outputs_and_grads_match_linear(device, dtype):
+    lin = nn.Linear(24, 12, device=device, dtype=dtype)
+    tl = ttg.TiledLinear.from_linear(copy.deepcopy(lin))
+    x = torch.randn(3, 5, 24, device=device, dtype=dtype, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    out, ref = tl(x2), lin(x)
+    torch.testing.assert_close(out, ref)
+    g = torch.randn_like(ref)
+    ref.backward(g)
+    out.backward(g)
+    torch.testing.assert_close(x2.grad, x.grad)
+    torch.testing.assert_close(tl.weight.grad, lin.weight.grad)
+    torch.testing.assert_close(tl.bias.grad, lin.bias.grad)
+
+
+def test_from_linear_shares_parameters():
+    lin = nn.Linear(4, 3)
+    tl = ttg.TiledLinear.from_linear(lin)
+    assert tl.weight is lin.weight and tl.bias is lin.bias
+    assert type(lin) is nn.Linear  # the original is untouched
+    tl.register_buffer("extra", torch.zeros(1))
+    assert "extra" not in dict(lin.named_buffers())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_swap_linear_trains_like_linear(device):
+    ref = make_model(device)
+    model = copy.deepcopy(ref)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)  # built BEFORE the swap
+    params_before = [id(p) for p in model.parameters()]
+    ttg.swap_linear(model)
+    assert [id(p) for p in model.parameters()] == params_before
+    assert sum(isinstance(m, ttg.TiledLinear) for m in model.modules()) == 3
+    assert not any(type(m) is nn.Linear for m in model.modules())
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    torch.manual_seed(2)
+    for _ in range(3):
+        x = torch.randn(10, 16, device=device)
+        y = torch.randn(10, 8, device=device)
+        for m, o in ((model, opt), (ref, opt_ref)):
+            o.zero_grad()
+            nn.functional.mse_loss(m(x), y).backward()
+            o.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
+    # state_dict round trip into a plain model
+    plain = make_model(device)
+    plain.load_state_dict(model.state_dict())
+    x = torch.randn(4, 16, device=device)
+    torch.testing.assert_close(plain(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_swap_linear_filter_and_bare_linear():
+    model = make_model("cpu")
+    ttg.swap_linear(model, filter=lambda name, m: name != "0")
+    assert type(model[0]) is nn.Linear and isinstance(model[3], ttg.TiledLinear)
+    assert isinstance(model[2][0], ttg.TiledLinear)
+    bare = ttg.swap_linear(nn.Linear(3, 2))
+    assert isinstance(bare, ttg.TiledLinear)
+    # idempotent
+    ttg.swap_linear(model)
+    assert sum(isinstance(m, ttg.TiledLinear) for m in model.modules()) == 3

@@ -1,0 +1,52 @@
+"""TiledLinear, a drop-in nn.Linear, and swap_linear for whole models."""
+from typing import Callable, Optional
+
+import torch
+from torch import nn
+
+from .functional import linear
+
+
+class TiledLinear(nn.Linear):
+    """nn.Linear whose matmul is tiled.gemm.
+
+    Same constructor, parameters, initialisation and state_dict as nn.Linear
+    (it is a subclass), so nn.Linear checkpoints load into it and anything that
+    accepts nn.Linear (tensor-parallel styles, FSDP, quantisation filters)
+    accepts it too.
+    """
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return linear(input, self.weight, self.bias)
+
+    @classmethod
+    def from_linear(cls, lin: nn.Linear) -> "TiledLinear":
+        """A TiledLinear that shares `lin`'s Parameter objects (no copy)."""
+        new = cls.__new__(cls)
+        # Module state is plain dicts (parameters, buffers, hooks): copy each
+        # dict so the two modules stay independent, but keep the values, so
+        # the Parameters are the same objects.
+        new.__dict__.update({k: (v.copy() if isinstance(v, dict) else v) for k, v in lin.__dict__.items()})
+        return new
+
+
+def swap_linear(model: nn.Module, filter: Optional[Callable[[str, nn.Linear], bool]] = None) -> nn.Module:
+    """Replace every nn.Linear in `model` (in place) by a TiledLinear sharing its parameters.
+
+    `filter(qualified_name, module)` may return False to keep a Linear as is.
+    The model itself is returned (replaced too if it is a bare nn.Linear).
+    Optimizers built before the swap keep working: the Parameter objects are
+    the same.
+    """
+
+    def want(name: str, mod: nn.Module) -> bool:
+        return type(mod) is nn.Linear and (filter is None or filter(name, mod))
+
+    if want("", model):
+        return TiledLinear.from_linear(model)
+    for name, mod in list(model.named_modules()):
+        for child_name, child in list(mod.named_children()):
+            full = f"{name}.{child_name}" if name else child_name
+            if want(full, child):
+                setattr(mod, child_name, TiledLinear.from_linear(child))
+    return model

@@ -1,0 +1,73 @@
+"""Loads the compiled operators and registers their fake (meta) kernels.
+
+The schemas, the autograd formula and the autocast rule live in C++
+(csrc/ops.cpp); this module only adds what torch.compile needs to trace the
+op without running it: output shape and dtype, with the same argument checks.
+"""
+import torch
+
+from . import _C  # noqa: F401  (runs TORCH_LIBRARY registrations)
+
+_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _shape(t):
+    return "x".join(str(s) for s in t.shape)
+
+
+def _check_args(a, b, bias, op):
+    torch._check(a.dim() in (2, 3), lambda: f"{op}: a must be 2-D [M, K] or 3-D [B, M, K], got {a.dim()}-D")
+    torch._check(b.dim() in (2, 3), lambda: f"{op}: b must be 2-D [K, N] or 3-D [B, K, N], got {b.dim()}-D")
+    torch._check(
+        a.shape[-1] == b.shape[-2],
+        lambda: f"{op}: a and b shapes cannot be multiplied ({_shape(a)} and {_shape(b)})",
+    )
+    if a.dim() == 3 and b.dim() == 3:
+        torch._check(
+            a.shape[0] == b.shape[0],
+            lambda: f"{op}: batch sizes of a and b differ ({_shape(a)} and {_shape(b)})",
+        )
+    torch._check(
+        a.dtype == b.dtype,
+        lambda: f"{op}: expected a and b to have the same dtype, but got: {a.dtype} != {b.dtype}",
+    )
+    torch._check(a.dtype in _DTYPES, lambda: f"{op}: unsupported dtype {a.dtype}")
+    torch._check(
+        a.device == b.device,
+        lambda: f"{op}: expected a and b on the same device, but got {a.device} and {b.device}",
+    )
+    n = b.shape[-1]
+    if bias is not None:
+        torch._check(
+            bias.dim() == 1 and bias.shape[0] == n,
+            lambda: f"{op}: bias must be 1-D of size N={n}, got shape {tuple(bias.shape)}",
+        )
+        torch._check(bias.dtype == a.dtype, lambda: f"{op}: bias dtype {bias.dtype} differs from {a.dtype}")
+    if a.dim() == 3:
+        return (a.shape[0], a.shape[-2], n)
+    if b.dim() == 3:
+        return (b.shape[0], a.shape[-2], n)
+    return (a.shape[-2], n)
+
+
+@torch.library.register_fake("tiled::gemm")
+def _gemm_fake(a, b, bias=None):
+    return a.new_empty(_check_args(a, b, bias, "tiled.gemm"))
+
+
+@torch.library.register_fake("tiled::linear")
+def _linear_fake(x, weight, bias=None):
+    torch._check(weight.dim() == 2, lambda: f"tiled.linear: weight must be 2-D, got shape {tuple(weight.shape)}")
+    torch._check(x.dim() >= 1, lambda: "tiled.linear: input must be at least 1-D")
+    torch._check(
+        x.shape[-1] == weight.shape[1],
+        lambda: f"tiled.linear: mat1 and mat2 shapes cannot be multiplied (... x {x.shape[-1]} and "
+        f"{weight.shape[1]}x{weight.shape[0]})",
+    )
+    _check_args(x.reshape(-1, x.shape[-1]), weight.t(), bias, "tiled.linear")
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+@torch.library.register_fake("tiled::gemm_ladder")
+def _gemm_ladder_fake(a, b, step):
+    return a.new_empty(_check_args(a, b, None, "tiled.gemm_ladder"))
