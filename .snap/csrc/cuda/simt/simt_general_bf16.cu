@@ -1,8 +1,0 @@
-// One dtype per file so the instantiations compile in parallel.
-#include "simt_general.cuh"
-
-namespace tiled {
-namespace cuda {
-void simt_general_bf16(const GemmProblem& p, cudaStream_t stream) { simt_general::launch<__nv_bfloat16>(p, stream); }
-}  // namespace cuda
-}  // namespace tiled
