@@ -62,9 +62,8 @@ def main():
                                 (129, 136, 520, 3, {"TILED_SM90_STREAMK": "1"}), (256, 256, 8192, 1, {}),
                                 (200, 300, 136, 1, N192), (129, 402, 72, 2, N192), (100, 264, 2056, 1, {}),
                                 (256, 520, 136, 1, {}), (130, 264, 72, 3, {}),
-                                # several tiles per CTA (128x256c2, 128x128)
-                                (2048, 2304, 72, 1, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
-                                (2048, 2304, 72, 1, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "1"})):
+                                # several tiles per CTA: 128x128 (288 tiles), 128x256c2 (512)
+                                (2048, 2304, 72, 1, {}), (4096, 4096, 64, 1, {})):
         os.environ.update(env)
         for lay in ("NN", "TT"):
             a = torch.randn(batch, M, K, device="cuda", dtype=torch.bfloat16)

@@ -868,11 +868,11 @@ VEC_CASES = [  # (M, N, K, batch, env)
     # TMA-stored boxes with several tiles per CTA (each warpgroup's two box
     # buffers reused from tile to tile): 128x256c2 with 9 k-blocks and with
     # one; 128x256 with idle slabs (rows past M: that warpgroup's mainloop
-    # is empty); 128x128, batched.
+    # is empty); 128x256 without clusters, batched (240 tiles).
     (4096, 4096, 520, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
     (4096, 4096, 64, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
     (777, 14336, 200, None, {"TILED_SM90_SMALLM": "1"}),
-    (1000, 1032, 136, 3, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "1"}),
+    (2000, 1032, 136, 3, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "1"}),
 ]
 
 
