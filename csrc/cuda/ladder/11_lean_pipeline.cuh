@@ -162,11 +162,21 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     const float* b_src = interior ? B.at(n0 + MapB::x_first(tid), MapB::k_first(tid)) : B.base;
     const int64_t a_kstep = AXC ? C::BK * A.ld : C::BK;
     const int64_t b_kstep = BXC ? C::BK * B.ld : C::BK;
-    // Tile kt's A / B into slot `stage` (fast path or zero-filling copies).
+    // Tile kt's A / B into slot `stage`: lean_a / lean_b are the fast path
+    // (interior, kt < kt_fast), load_a / load_b pick it or the zero-filling
+    // copies.
+    auto lean_a = [&](int stage, int64_t kt) {
+      copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(smem + stage * C::kStageFloats, a_src + kt * a_kstep,
+                                                         A.ld, tid);
+    };
+    auto lean_b = [&](int stage, int64_t kt) {
+      copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(smem + stage * C::kStageFloats + C::BK * C::kLdA,
+                                                         b_src + kt * b_kstep, B.ld, tid);
+    };
     auto load_a = [&](int stage, int64_t kt) {
       float* As = smem + stage * C::kStageFloats;
       if (kt < kt_fast) {
-        copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(As, a_src + kt * a_kstep, A.ld, tid);
+        lean_a(stage, kt);
       } else {
         const int64_t k0 = kt * C::BK;
         copy_tile_async<AXC, VEC, C::BM, C::BK, G, C::kLdA>(As, A.at(m0, k0), A.base, A.ld, m_rem,
@@ -176,7 +186,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     auto load_b = [&](int stage, int64_t kt) {
       float* Bs = smem + stage * C::kStageFloats + C::BK * C::kLdA;
       if (kt < kt_fast) {
-        copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Bs, b_src + kt * b_kstep, B.ld, tid);
+        lean_b(stage, kt);
       } else {
         const int64_t k0 = kt * C::BK;
         copy_tile_async<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Bs, B.at(n0, k0), B.base, B.ld, n_rem,
@@ -242,13 +252,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
                               pos.b_off());
             if constexpr (SPREAD) {
               // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
-              float* Ap = smem + prev * C::kStageFloats;
               if constexpr (FAST) {
-                if (k == 1)
-                  copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(Ap, a_src + (kt - 1 + S) * a_kstep, A.ld, tid);
-                if (k == 5)
-                  copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Ap + C::BK * C::kLdA,
-                                                                     b_src + (kt - 1 + S) * b_kstep, B.ld, tid);
+                if (k == 1) lean_a(prev, kt - 1 + S);
+                if (k == 5) lean_b(prev, kt - 1 + S);
               } else {
                 if (kt > 0 && k == 1 && kt - 1 + S < KT) load_a(prev, kt - 1 + S);
                 if (kt > 0 && k == 5 && kt - 1 + S < KT) load_b(prev, kt - 1 + S);
