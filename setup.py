@@ -8,6 +8,7 @@ Ampere, which runs the SIMT kernels).
 """
 import glob
 import os
+import sys
 
 from setuptools import setup
 
@@ -50,6 +51,13 @@ def want_cuda():
 
 cpu_sources = rel(glob.glob(os.path.join(ROOT, "csrc", "*.cpp")) + glob.glob(os.path.join(ROOT, "csrc", "cpu", "*.cpp")))
 cxx_flags = ["-O3", "-fopenmp-simd"]  # the C++ standard is torch's choice
+link_flags = []
+# at::parallel_for (the CPU kernel's threads) is inline code that only runs in
+# parallel where the including file is compiled with OpenMP, as torch itself is
+# on Linux; libgomp is then the one torch has already loaded.
+if sys.platform.startswith("linux"):
+    cxx_flags.append("-fopenmp")
+    link_flags.append("-fopenmp")
 
 if want_cuda():
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
@@ -67,6 +75,7 @@ if want_cuda():
         "torch_tiled_gemm._C",
         cpu_sources + cuda_sources,
         extra_compile_args={"cxx": cxx_flags + ["-DTILED_WITH_CUDA"], "nvcc": nvcc_flags},
+        extra_link_args=link_flags,
         py_limited_api=True,
     )
 else:
@@ -74,6 +83,7 @@ else:
         "torch_tiled_gemm._C",
         cpu_sources,
         extra_compile_args={"cxx": cxx_flags},
+        extra_link_args=link_flags,
         py_limited_api=True,
     )
 
