@@ -222,9 +222,60 @@ def test_mixed_sizes_tall_skinny(device):
         assert_close_bound(out, a, b, bias, torch.float32)
 
 
+CPU_ISAS = ["baseline", "avx2", "avx512"]
+
+
 def test_kernel_name_cpu():
     a, b = make_operands(8, 8, 8, torch.float32, "cpu")
-    assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked"
+    assert torch.ops.tiled.gemm_kernel_name(a, b) in [f"cpu_blocked_{i}" for i in CPU_ISAS]
+
+
+def cpu_isa_or_skip(monkeypatch, isa):
+    """Caps the CPU kernel at `isa` (TILED_CPU_ISA); skips where the CPU lacks it."""
+    monkeypatch.setenv("TILED_CPU_ISA", isa)
+    a, b = make_operands(2, 2, 2, torch.float32, "cpu")
+    name = torch.ops.tiled.gemm_kernel_name(a, b)
+    if name != f"cpu_blocked_{isa}":
+        pytest.skip(f"this CPU has no {isa} (runs {name})")
+
+
+@pytest.mark.parametrize("isa", CPU_ISAS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cpu_isa_edges(monkeypatch, isa, dtype):
+    # Around the micro-kernels' panels (4x16 portable, 12x32 / 12x16 AVX-512),
+    # the row blocks (64 / 72 rows at a time, tasks of up to 512 / 576 rows),
+    # the 256-column blocks and 256-deep K slices; every layout, a bias on
+    # every other shape, the output poisoned first.
+    cpu_isa_or_skip(monkeypatch, isa)
+    shapes = [(1, 1, 1), (11, 31, 7), (12, 32, 16), (13, 33, 17), (25, 17, 255), (72, 64, 256), (73, 257, 257),
+              (577, 40, 33), (130, 513, 300)]
+    for i, (M, N, K) in enumerate(shapes):
+        for layout in LAYOUTS:
+            check(M, N, K, dtype, "cpu", layout, bias=(i % 2 == 0))
+
+
+@pytest.mark.parametrize("isa", CPU_ISAS)
+def test_cpu_threads_do_not_change_bits(monkeypatch, isa):
+    # Each task owns its block of C and sums over K in one order, so the
+    # thread count cannot change a bit (several tasks: 700 rows x 3 blocks).
+    cpu_isa_or_skip(monkeypatch, isa)
+    a, b = make_operands(700, 600, 300, torch.float32, "cpu", "NT")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = gemm(a, b)
+        torch.set_num_threads(max(2, threads))
+        many = gemm(a, b)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, many)
+
+
+def test_cpu_isa_setting_checked(monkeypatch):
+    monkeypatch.setenv("TILED_CPU_ISA", "sse9")
+    a, b = make_operands(4, 4, 4, torch.float32, "cpu")
+    with pytest.raises(RuntimeError, match="TILED_CPU_ISA must be baseline, avx2 or avx512"):
+        gemm(a, b)
 
 
 def _is_hopper():

@@ -9,5 +9,9 @@ namespace cpu {
 // order, independent of the thread count).
 void gemm(const GemmProblem& p);
 
+// The instruction set gemm() uses on this thread now: "baseline", "avx2" or
+// "avx512" (the best the CPU has, capped by TILED_CPU_ISA).
+const char* isa_name();
+
 }  // namespace cpu
 }  // namespace tiled

@@ -12,8 +12,11 @@
 //     panels of A (so B is packed M/MT times, not M/MC), both converted to
 //     the accumulator type, so the micro-kernel reads both with unit stride
 //     whatever the operands' layouts are;
-//   * an MR x NR micro-kernel keeps its accumulators in registers and the
-//     compiler vectorises the NR loop.
+//   * an MR x NR micro-kernel keeps its accumulators in registers: the
+//     portable one below (MR 4, NR 16, the compiler vectorises the NR loop),
+//     or one an instruction set's file supplies (TILED_CPU_MICRO names a
+//     header with specialisations of Micro, included inside the namespace);
+//     the block sizes follow its MR.
 #ifndef TILED_CPU_ISA
 #error "define TILED_CPU_ISA before including gemm_cpu_kernel.h"
 #endif
@@ -22,11 +25,33 @@ namespace tiled {
 namespace cpu {
 namespace TILED_CPU_ISA {
 
-constexpr int64_t MR = 4;
-constexpr int64_t NR = 16;
-constexpr int64_t MC = 64;    // multiple of MR: rows of A packed at a time
-constexpr int64_t MT = 512;   // multiple of MC: most rows of one task, which reuse one packed B slice
-constexpr int64_t NC = 256;   // multiple of NR
+// c[i * ldc + j] += sum over k < kc of a[k * MR + i] * b[k * NR + j], for
+// i < MR, j < NR (a, b: packed panels; c: the task's accumulator block).
+template <typename Acc>
+struct Micro {
+  static constexpr int64_t MR = 4, NR = 16;
+  static void run(const Acc* a, const Acc* b, int64_t kc, Acc* c, int64_t ldc) {
+    Acc acc[MR][NR];
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) acc[i][j] = c[i * ldc + j];
+    for (int64_t k = 0; k < kc; ++k) {
+      const Acc* bk = b + k * NR;
+      const Acc* ak = a + k * MR;
+      for (int64_t i = 0; i < MR; ++i) {
+        const Acc ai = ak[i];
+#pragma omp simd
+        for (int64_t j = 0; j < NR; ++j) acc[i][j] += ai * bk[j];
+      }
+    }
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
+  }
+};
+#ifdef TILED_CPU_MICRO
+#include TILED_CPU_MICRO
+#endif
+
+constexpr int64_t NC = 256;  // multiple of every NR
 constexpr int64_t KC = 256;
 
 template <typename T, typename Acc>
@@ -40,6 +65,10 @@ inline double load<double, double>(const double* base, int64_t off) {
 
 template <typename T, typename Acc>
 struct Task {
+  static constexpr int64_t MR = Micro<Acc>::MR, NR = Micro<Acc>::NR;
+  static_assert(NC % NR == 0, "whole panels per block");
+  static constexpr int64_t MC = MR * ((64 + MR - 1) / MR);  // rows of A packed at a time
+  static constexpr int64_t MT = 8 * MC;  // most rows of one task, which reuse one packed B slice
   const GemmProblem& p;
   const int64_t mt_rows;  // rows per task: MT, or fewer so that every thread gets work
   std::vector<Acc> a_pack, b_pack, c_acc;
@@ -63,30 +92,23 @@ struct Task {
   static void pack(const T* src, int64_t i_stride, int64_t k_stride, int64_t n, int64_t kc, Acc* out) {
     for (int64_t ip = 0; ip < n; ip += R) {
       Acc* dst = out + ip * kc;
-      for (int64_t k = 0; k < kc; ++k)
-        for (int64_t i = 0; i < R; ++i)
-          dst[k * R + i] = (ip + i < n) ? load<T, Acc>(src, (ip + i) * i_stride + k * k_stride) : Acc(0);
+      const T* s = src + ip * i_stride;
+      if (ip + R <= n) {
+        // Whole panel: no bounds test, so the compiler vectorises the copy
+        // where i_stride is 1 (a row-major B, a column-major A).
+        for (int64_t k = 0; k < kc; ++k)
+          for (int64_t i = 0; i < R; ++i) dst[k * R + i] = load<T, Acc>(s, i * i_stride + k * k_stride);
+      } else {
+        for (int64_t k = 0; k < kc; ++k)
+          for (int64_t i = 0; i < R; ++i)
+            dst[k * R + i] = (ip + i < n) ? load<T, Acc>(s, i * i_stride + k * k_stride) : Acc(0);
+      }
     }
   }
 
   // c_acc[row:row+MR, jp:jp+NR] += A panel ip (of the packed m-block) * B panel jp
   void micro(int64_t ip, int64_t row, int64_t jp, int64_t kc) {
-    const Acc* a = a_pack.data() + ip * kc;
-    const Acc* b = b_pack.data() + jp * kc;
-    Acc acc[MR][NR];
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) acc[i][j] = c_acc[(row + i) * NC + jp + j];
-    for (int64_t k = 0; k < kc; ++k) {
-      const Acc* bk = b + k * NR;
-      const Acc* ak = a + k * MR;
-      for (int64_t i = 0; i < MR; ++i) {
-        const Acc ai = ak[i];
-#pragma omp simd
-        for (int64_t j = 0; j < NR; ++j) acc[i][j] += ai * bk[j];
-      }
-    }
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) c_acc[(row + i) * NC + jp + j] = acc[i][j];
+    Micro<Acc>::run(a_pack.data() + ip * kc, b_pack.data() + jp * kc, kc, c_acc.data() + row * NC + jp, NC);
   }
 
   void run_block(int64_t batch, int64_t m0, int64_t n0) {
@@ -124,6 +146,7 @@ template <typename T, typename Acc>
 void run(const GemmProblem& p) {
   const int64_t nblocks = (p.N + NC - 1) / NC;
   // Fewer rows per task when there would be fewer than two tasks per thread.
+  constexpr int64_t MT = Task<T, Acc>::MT, MC = Task<T, Acc>::MC;
   int64_t rows = MT;
   while (rows > MC && p.batch * ((p.M + rows - 1) / rows) * nblocks < 2 * at::get_num_threads()) rows /= 2;
   const int64_t mblocks = (p.M + rows - 1) / rows;
