@@ -1,60 +1,61 @@
 // AVX-512 micro-kernels for gemm_cpu_kernel.h (included inside its namespace
 // through TILED_CPU_MICRO, after <immintrin.h>): 12 rows x 2 vectors of
 // accumulators (24 of the 32 zmm registers), two B vectors and one broadcast
-// of A per row and k, i.e. 24 FMAs per 2 loads + 12 broadcasts.  Sums each
-// element over k in the same order as the portable kernel, one FMA per
-// step.  No include guard on purpose.
+// of A per row and k, i.e. 24 FMAs per 2 loads + 12 broadcasts; 12 x 32 for
+// fp32, 12 x 16 for fp64.  Sums each element over k in the same order as the
+// portable kernel, one FMA per step.  No include guard on purpose.
 
+// One zmm register of Acc: its lane count and the four operations used.
+template <typename Acc>
+struct Zmm;
 template <>
-struct Micro<float> {
-  static constexpr int64_t MR = 12, NR = 32;
-  static void run(const float* a, const float* b, int64_t kc, float* c, int64_t ldc) {
-    __m512 acc[MR][2];
+struct Zmm<float> {
+  using V = __m512;
+  static constexpr int kLanes = 16;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V splat(float x) { return _mm512_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+};
+template <>
+struct Zmm<double> {
+  using V = __m512d;
+  static constexpr int kLanes = 8;
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static V splat(double x) { return _mm512_set1_pd(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+};
+
+template <typename Acc>
+struct MicroAvx512 {
+  using Z = Zmm<Acc>;
+  static constexpr int64_t MR = 12, NR = 2 * Z::kLanes;
+  static void run(const Acc* a, const Acc* b, int64_t kc, Acc* c, int64_t ldc) {
+    typename Z::V acc[MR][2];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {
-      acc[i][0] = _mm512_loadu_ps(c + i * ldc);
-      acc[i][1] = _mm512_loadu_ps(c + i * ldc + 16);
+      acc[i][0] = Z::load(c + i * ldc);
+      acc[i][1] = Z::load(c + i * ldc + Z::kLanes);
     }
     for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
-      const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+      const typename Z::V b0 = Z::load(b), b1 = Z::load(b + Z::kLanes);
 #pragma GCC unroll 12
       for (int i = 0; i < MR; ++i) {
-        const __m512 ai = _mm512_set1_ps(a[i]);
-        acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-        acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+        const typename Z::V ai = Z::splat(a[i]);
+        acc[i][0] = Z::fma(ai, b0, acc[i][0]);
+        acc[i][1] = Z::fma(ai, b1, acc[i][1]);
       }
     }
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {
-      _mm512_storeu_ps(c + i * ldc, acc[i][0]);
-      _mm512_storeu_ps(c + i * ldc + 16, acc[i][1]);
+      Z::store(c + i * ldc, acc[i][0]);
+      Z::store(c + i * ldc + Z::kLanes, acc[i][1]);
     }
   }
 };
 
 template <>
-struct Micro<double> {
-  static constexpr int64_t MR = 12, NR = 16;
-  static void run(const double* a, const double* b, int64_t kc, double* c, int64_t ldc) {
-    __m512d acc[MR][2];
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) {
-      acc[i][0] = _mm512_loadu_pd(c + i * ldc);
-      acc[i][1] = _mm512_loadu_pd(c + i * ldc + 8);
-    }
-    for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
-      const __m512d b0 = _mm512_loadu_pd(b), b1 = _mm512_loadu_pd(b + 8);
-#pragma GCC unroll 12
-      for (int i = 0; i < MR; ++i) {
-        const __m512d ai = _mm512_set1_pd(a[i]);
-        acc[i][0] = _mm512_fmadd_pd(ai, b0, acc[i][0]);
-        acc[i][1] = _mm512_fmadd_pd(ai, b1, acc[i][1]);
-      }
-    }
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) {
-      _mm512_storeu_pd(c + i * ldc, acc[i][0]);
-      _mm512_storeu_pd(c + i * ldc + 8, acc[i][1]);
-    }
-  }
-};
+struct Micro<float> : MicroAvx512<float> {};
+template <>
+struct Micro<double> : MicroAvx512<double> {};
