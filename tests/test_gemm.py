@@ -255,20 +255,27 @@ def test_cpu_isa_edges(monkeypatch, isa, dtype):
 
 
 @pytest.mark.parametrize("isa", CPU_ISAS)
-def test_cpu_threads_do_not_change_bits(monkeypatch, isa):
-    # Each task owns its block of C and sums over K in one order, so the
-    # thread count cannot change a bit (several tasks: 700 rows x 3 blocks).
+@pytest.mark.parametrize("shape, layout, many_threads", [
+    ((700, 600, 300), "NT", 2),  # several tasks of full width: 700 rows x 3 column blocks
+    ((150, 200, 300), "NN", 16),  # few rows: tasks narrower than a column block, a partial panel at N
+    ((3, 1000, 70), "TN", 16),  # a decode-like M: the columns alone are split
+], ids=str)
+def test_cpu_threads_do_not_change_bits(monkeypatch, isa, shape, layout, many_threads):
+    # Each task owns its block of C and sums over K in one order, so neither
+    # the thread count nor the block sizes it leads to can change a bit.
     cpu_isa_or_skip(monkeypatch, isa)
-    a, b = make_operands(700, 600, 300, torch.float32, "cpu", "NT")
+    a, b = make_operands(*shape, torch.float32, "cpu", layout)
+    ref = torch.matmul(a.double(), b.double())
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
         one = gemm(a, b)
-        torch.set_num_threads(max(2, threads))
+        torch.set_num_threads(max(many_threads, threads))
         many = gemm(a, b)
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(one, many)
+    assert_close_rel(many, ref, torch.float32)
 
 
 def test_cpu_isa_setting_checked(monkeypatch):

@@ -4,9 +4,11 @@
 // first; gemm_cpu.cpp picks one at run time.  No include guard on purpose.
 //
 // The classic three-level blocking.
-//   * the output is cut into MT x NC blocks, one parallel task each
-//     (at::parallel_for), so no two threads write the same element and the
-//     result does not depend on the number of threads;
+//   * the output is cut into blocks of up to MT x NC (smaller when that
+//     would leave threads idle), one parallel task each (at::parallel_for),
+//     so no two threads write the same element and, as each element is
+//     summed over K in one order whatever block holds it, the result does
+//     not depend on the number of threads;
 //   * K is walked in KC slices; for each slice the task packs its B slice
 //     into NR-column panels once, then its rows MC at a time into MR-row
 //     panels of A (so B is packed M/MT times, not M/MC), both converted to
@@ -71,15 +73,17 @@ struct Task {
   static constexpr int64_t MT = 8 * MC;  // most rows of one task, which reuse one packed B slice
   const GemmProblem& p;
   const int64_t mt_rows;  // rows per task: MT, or fewer so that every thread gets work
+  const int64_t nt_cols;  // columns per task: NC, or fewer (a multiple of NR) for the same reason
   std::vector<Acc> a_pack, b_pack, c_acc;
 
   // Buffers sized for this problem's blocks, not the largest block: small
   // GEMMs (decode-style M) should not pay for allocating and zeroing 400 KB.
-  Task(const GemmProblem& prob, int64_t rows)
+  Task(const GemmProblem& prob, int64_t rows, int64_t cols)
       : p(prob),
         mt_rows(rows),
+        nt_cols(cols),
         a_pack(round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K)),
-        b_pack(round_up(std::min(NC, prob.N), NR) * std::min(KC, prob.K)),
+        b_pack(round_up(std::min(cols, prob.N), NR) * std::min(KC, prob.K)),
         c_acc(round_up(std::min(rows, prob.M), MR) * NC) {}
 
   static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -116,7 +120,7 @@ struct Task {
     const T* B = static_cast<const T*>(p.b.ptr) + batch * p.b.batch_stride;
     T* C = static_cast<T*>(p.c) + batch * p.c_batch_stride;
     const T* bias = static_cast<const T*>(p.bias);
-    const int64_t mt = std::min(mt_rows, p.M - m0), nc = std::min(NC, p.N - n0);
+    const int64_t mt = std::min(mt_rows, p.M - m0), nc = std::min(nt_cols, p.N - n0);
     std::fill(c_acc.begin(), c_acc.end(), Acc(0));
     for (int64_t k0 = 0; k0 < p.K; k0 += KC) {
       const int64_t kc = std::min(KC, p.K - k0);
@@ -144,21 +148,27 @@ struct Task {
 
 template <typename T, typename Acc>
 void run(const GemmProblem& p) {
-  const int64_t nblocks = (p.N + NC - 1) / NC;
-  // Fewer rows per task when there would be fewer than two tasks per thread.
-  constexpr int64_t MT = Task<T, Acc>::MT, MC = Task<T, Acc>::MC;
-  int64_t rows = MT;
-  while (rows > MC && p.batch * ((p.M + rows - 1) / rows) * nblocks < 2 * at::get_num_threads()) rows /= 2;
-  const int64_t mblocks = (p.M + rows - 1) / rows;
+  // While there would be fewer than two tasks per thread: fewer rows per
+  // task (down to MC), then fewer columns (down to one NR panel), so that
+  // small and narrow problems still reach every thread.
+  constexpr int64_t MT = Task<T, Acc>::MT, MC = Task<T, Acc>::MC, NR = Task<T, Acc>::NR;
+  const int64_t want = 2 * at::get_num_threads();
+  int64_t rows = MT, cols = NC;
+  auto count = [&] { return p.batch * ((p.M + rows - 1) / rows) * ((p.N + cols - 1) / cols); };
+  while (rows > MC && count() < want) rows /= 2;
+  while (cols % (2 * NR) == 0 && count() < want) cols /= 2;
+  const int64_t mblocks = (p.M + rows - 1) / rows, nblocks = (p.N + cols - 1) / cols;
   const int64_t tasks = p.batch * mblocks * nblocks;
-  // A task is up to rows*NC*K multiply-adds: let small problems stay on one thread.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, rows * NC * p.K / 64));
+  // A task is up to rows*cols*K multiply-adds; a thread takes at least ~1M
+  // of them (tens of microseconds, against a few to wake it), so tiny
+  // problems stay on one thread.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, rows * cols * p.K));
   at::parallel_for(0, tasks, grain, [&](int64_t begin, int64_t end) {
-    Task<T, Acc> task(p, rows);
+    Task<T, Acc> task(p, rows, cols);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t batch = t / (mblocks * nblocks);
       const int64_t rem = t % (mblocks * nblocks);
-      task.run_block(batch, (rem / nblocks) * rows, (rem % nblocks) * NC);
+      task.run_block(batch, (rem / nblocks) * rows, (rem % nblocks) * cols);
     }
   });
 }
