@@ -222,18 +222,23 @@ def test_mixed_sizes_tall_skinny(device):
         assert_close_bound(out, a, b, bias, torch.float32)
 
 
-CPU_ISAS = ["baseline", "avx2", "avx512"]
+CPU_ISAS = ["baseline", "avx2", "avx512", "amx"]  # amx: bf16 only
 
 
 def test_kernel_name_cpu():
     a, b = make_operands(8, 8, 8, torch.float32, "cpu")
+    assert torch.ops.tiled.gemm_kernel_name(a, b) in [f"cpu_blocked_{i}" for i in CPU_ISAS[:3]]
+    a, b = make_operands(8, 8, 8, torch.bfloat16, "cpu")
     assert torch.ops.tiled.gemm_kernel_name(a, b) in [f"cpu_blocked_{i}" for i in CPU_ISAS]
 
 
-def cpu_isa_or_skip(monkeypatch, isa):
-    """Caps the CPU kernel at `isa` (TILED_CPU_ISA); skips where the CPU lacks it."""
+def cpu_isa_or_skip(monkeypatch, isa, dtype=torch.float32):
+    """Caps the CPU kernel at `isa` (TILED_CPU_ISA); skips where the CPU
+    (or, for AMX, the OS or the dtype) does not give it."""
+    if isa == "amx" and dtype != torch.bfloat16:
+        pytest.skip("the AMX kernel is bf16 only (other dtypes run the AVX-512 build)")
     monkeypatch.setenv("TILED_CPU_ISA", isa)
-    a, b = make_operands(2, 2, 2, torch.float32, "cpu")
+    a, b = make_operands(2, 2, 2, dtype, "cpu")
     name = torch.ops.tiled.gemm_kernel_name(a, b)
     if name != f"cpu_blocked_{isa}":
         pytest.skip(f"this CPU has no {isa} (runs {name})")
@@ -242,13 +247,14 @@ def cpu_isa_or_skip(monkeypatch, isa):
 @pytest.mark.parametrize("isa", CPU_ISAS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_cpu_isa_edges(monkeypatch, isa, dtype):
-    # Around the micro-kernels' panels (4x16 portable, 12x32 / 12x16 AVX-512),
-    # the row blocks (64 / 72 rows at a time, tasks of up to 512 / 576 rows),
-    # the 256-column blocks and 256-deep K slices; every layout, a bias on
-    # every other shape, the output poisoned first.
-    cpu_isa_or_skip(monkeypatch, isa)
+    # Around the micro-kernels' panels (4x16 portable, 12x32 / 12x16 AVX-512,
+    # 32x32 AMX with K in steps of 32), the row blocks (64 / 72 rows at a
+    # time, tasks of up to 512 / 576 rows), the 256-column blocks and 256- /
+    # 512-deep K slices; every layout, a bias on every other shape, the
+    # output poisoned first.
+    cpu_isa_or_skip(monkeypatch, isa, dtype)
     shapes = [(1, 1, 1), (11, 31, 7), (12, 32, 16), (13, 33, 17), (25, 17, 255), (72, 64, 256), (73, 257, 257),
-              (577, 40, 33), (130, 513, 300)]
+              (577, 40, 33), (130, 513, 300), (32, 32, 32), (33, 31, 513), (65, 96, 1025)]
     for i, (M, N, K) in enumerate(shapes):
         for layout in LAYOUTS:
             check(M, N, K, dtype, "cpu", layout, bias=(i % 2 == 0))
@@ -263,8 +269,9 @@ def test_cpu_isa_edges(monkeypatch, isa, dtype):
 def test_cpu_threads_do_not_change_bits(monkeypatch, isa, shape, layout, many_threads):
     # Each task owns its block of C and sums over K in one order, so neither
     # the thread count nor the block sizes it leads to can change a bit.
-    cpu_isa_or_skip(monkeypatch, isa)
-    a, b = make_operands(*shape, torch.float32, "cpu", layout)
+    dtype = torch.bfloat16 if isa == "amx" else torch.float32
+    cpu_isa_or_skip(monkeypatch, isa, dtype)
+    a, b = make_operands(*shape, dtype, "cpu", layout)
     ref = torch.matmul(a.double(), b.double())
     threads = torch.get_num_threads()
     try:
@@ -275,13 +282,13 @@ def test_cpu_threads_do_not_change_bits(monkeypatch, isa, shape, layout, many_th
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(one, many)
-    assert_close_rel(many, ref, torch.float32)
+    assert_close_rel(many, ref, dtype)
 
 
 def test_cpu_isa_setting_checked(monkeypatch):
     monkeypatch.setenv("TILED_CPU_ISA", "sse9")
     a, b = make_operands(4, 4, 4, torch.float32, "cpu")
-    with pytest.raises(RuntimeError, match="TILED_CPU_ISA must be baseline, avx2 or avx512"):
+    with pytest.raises(RuntimeError, match="TILED_CPU_ISA must be baseline, avx2, avx512 or amx"):
         gemm(a, b)
 
 

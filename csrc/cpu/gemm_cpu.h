@@ -9,9 +9,10 @@ namespace cpu {
 // order, independent of the thread count).
 void gemm(const GemmProblem& p);
 
-// The instruction set gemm() uses on this thread now: "baseline", "avx2" or
-// "avx512" (the best the CPU has, capped by TILED_CPU_ISA).
-const char* isa_name();
+// The instruction set gemm() uses for `dtype` on this thread now:
+// "baseline", "avx2", "avx512" or (bf16 only) "amx" (the best the CPU has,
+// capped by TILED_CPU_ISA).
+const char* isa_name(DType dtype);
 
 }  // namespace cpu
 }  // namespace tiled

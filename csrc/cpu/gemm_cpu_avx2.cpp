@@ -1,6 +1,7 @@
 // The host GEMM kernel built for AVX2 + FMA (x86-64 with GCC or Clang); on
 // other targets available() is false and gemm_cpu.cpp keeps the baseline.
 #include "gemm_cpu.h"
+#include "gemm_cpu_blocks.h"  // before any target pragma: its inline code is generic
 
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>

@@ -2,6 +2,7 @@
 // micro-kernels of gemm_cpu_micro_avx512.h (x86-64 with GCC); on other
 // targets available() is false and gemm_cpu.cpp picks a lesser build.
 #include "gemm_cpu.h"
+#include "gemm_cpu_blocks.h"  // before any target pragma: its inline code is generic
 
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>

@@ -22,6 +22,8 @@
 #ifndef TILED_CPU_ISA
 #error "define TILED_CPU_ISA before including gemm_cpu_kernel.h"
 #endif
+// task_grid / for_each_task: included by the .cpp before its target pragma.
+#include "gemm_cpu_blocks.h"
 
 namespace tiled {
 namespace cpu {
@@ -148,29 +150,11 @@ struct Task {
 
 template <typename T, typename Acc>
 void run(const GemmProblem& p) {
-  // While there would be fewer than two tasks per thread: fewer rows per
-  // task (down to MC), then fewer columns (down to one NR panel), so that
-  // small and narrow problems still reach every thread.
-  constexpr int64_t MT = Task<T, Acc>::MT, MC = Task<T, Acc>::MC, NR = Task<T, Acc>::NR;
-  const int64_t want = 2 * at::get_num_threads();
-  int64_t rows = MT, cols = NC;
-  auto count = [&] { return p.batch * ((p.M + rows - 1) / rows) * ((p.N + cols - 1) / cols); };
-  while (rows > MC && count() < want) rows /= 2;
-  while (cols % (2 * NR) == 0 && count() < want) cols /= 2;
-  const int64_t mblocks = (p.M + rows - 1) / rows, nblocks = (p.N + cols - 1) / cols;
-  const int64_t tasks = p.batch * mblocks * nblocks;
-  // A task is up to rows*cols*K multiply-adds; a thread takes at least ~1M
-  // of them (tens of microseconds, against a few to wake it), so tiny
-  // problems stay on one thread.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, rows * cols * p.K));
-  at::parallel_for(0, tasks, grain, [&](int64_t begin, int64_t end) {
-    Task<T, Acc> task(p, rows, cols);
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t batch = t / (mblocks * nblocks);
-      const int64_t rem = t % (mblocks * nblocks);
-      task.run_block(batch, (rem / nblocks) * rows, (rem % nblocks) * cols);
-    }
-  });
+  using Tk = Task<T, Acc>;
+  const TaskGrid g = task_grid(p, Tk::MT, Tk::MC, NC, Tk::NR);
+  for_each_task(
+      g, [&] { return Tk(p, g.rows, g.cols); },
+      [&](Tk& task, int64_t batch, int64_t m0, int64_t n0) { task.run_block(batch, m0, n0); });
 }
 
 void gemm_isa(const GemmProblem& p) {

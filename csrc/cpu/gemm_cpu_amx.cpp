@@ -1,0 +1,240 @@
+// bf16 GEMM on Intel AMX tiles (AMX-TILE + AMX-BF16), for CPUs that have
+// them and an OS that grants the tile state; gemm_cpu.cpp uses it for bf16
+// (other dtypes keep the AVX-512 build) unless TILED_CPU_ISA caps it.
+//
+// Same task grid as the blocked kernel (gemm_cpu_blocks.h).  Per task and
+// 256-deep K slice, B's columns are packed once into 32-column panels in the
+// pair-interleaved ("VNNI") layout TDPBF16PS reads, and A, 64 rows at a time,
+// into 32-row panels; both bf16 as given, zero-padded to whole panels and to
+// a multiple of 32 in K.  The micro-kernel keeps a 32 x 32 block of fp32
+// accumulators in four tiles, loads two A and two B tiles per 32 k and issues
+// four TDPBF16PS.  Each element of C is summed over K in the same order
+// whatever the blocks and threads, so the bits do not depend on the thread
+// count (they differ from the AVX-512 build's, which rounds every fp32 FMA).
+#include "gemm_cpu.h"
+#include "gemm_cpu_blocks.h"  // before the target pragma: its inline code is generic
+
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace tiled {
+namespace cpu {
+namespace amx {
+namespace {
+
+// Linux: a process must ask for the AMX tile data state before using it.
+constexpr long kArchReqXcompPerm = 0x1023;
+constexpr long kXfeatureXtiledata = 18;
+
+bool cpu_has_amx_bf16() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (d & (1u << 24)) && (d & (1u << 22));  // AMX-TILE, AMX-BF16
+}
+
+}  // namespace
+
+bool available() {
+  static const bool ok = cpu_has_amx_bf16() && syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  return ok;
+}
+
+}  // namespace amx
+}  // namespace cpu
+}  // namespace tiled
+
+#pragma GCC push_options
+#pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw")
+
+namespace tiled {
+namespace cpu {
+namespace amx {
+namespace {
+
+constexpr int64_t kR = 32;          // rows (A) and columns (B) of a panel
+constexpr int64_t kKB = 32;         // K per tile step
+constexpr int64_t kKC = 512;        // K per slice
+constexpr int64_t kNC = 256;        // most columns per task
+constexpr int64_t kMC = 64;         // rows of A packed at a time
+constexpr int64_t kMT = 8 * kMC;    // most rows per task
+constexpr int64_t kPanel = kR * kKB;  // elements of one 32-row (or column) panel per k step
+
+using bf16 = c10::BFloat16;
+
+// Tiles 0-3: C (16 rows x 16 fp32), 4-5: A (16 rows x 32 bf16), 6-7: B (16
+// k pairs x 16 columns x 2 bf16); every row 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// c (ldc floats per row) += the 32 x 32 product of an A panel and a B panel
+// over ksteps k steps.  A panel: [k step][32 rows][32 k]; B panel:
+// [k step][2 column halves][16 k pairs][16 columns][2].
+void micro(const bf16* a, const bf16* b, int64_t ksteps, float* c, int64_t ldc) {
+  const int64_t stride = ldc * 4;
+  _tile_loadd(0, c, stride);
+  _tile_loadd(1, c + 16, stride);
+  _tile_loadd(2, c + 16 * ldc, stride);
+  _tile_loadd(3, c + 16 * ldc + 16, stride);
+  for (int64_t s = 0; s < ksteps; ++s, a += kPanel, b += kPanel) {
+    _tile_loadd(4, a, 64);
+    _tile_loadd(5, a + 16 * kKB, 64);
+    _tile_loadd(6, b, 64);
+    _tile_loadd(7, b + 16 * kKB, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, stride);
+  _tile_stored(1, c + 16, stride);
+  _tile_stored(2, c + 16 * ldc, stride);
+  _tile_stored(3, c + 16 * ldc + 16, stride);
+}
+
+struct Task {
+  const GemmProblem& p;
+  const int64_t mt_rows, nt_cols;
+  std::vector<bf16> a_pack, b_pack;
+  std::vector<float> c_acc;  // [round_up(rows, 32)][kNC]
+
+  static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+  Task(const GemmProblem& prob, int64_t rows, int64_t cols)
+      : p(prob),
+        mt_rows(rows),
+        nt_cols(cols),
+        a_pack(round_up(std::min(kMC, prob.M), kR) * round_up(std::min(kKC, prob.K), kKB)),
+        b_pack(round_up(std::min(cols, prob.N), kR) * round_up(std::min(kKC, prob.K), kKB)),
+        c_acc(round_up(std::min(rows, prob.M), kR) * kNC) {
+    static const TileConfig config;
+    _tile_loadconfig(&config);
+  }
+  ~Task() { _tile_release(); }
+
+  // Rows [0, n) of A's block (row i, k at src[i * rs + k * cs]) into 32-row
+  // panels of k steps: dst[(panel * steps + s) * kPanel + r * kKB + kk].
+  static void pack_a(const bf16* src, int64_t rs, int64_t cs, int64_t n, int64_t kc, bf16* dst) {
+    const int64_t steps = (kc + kKB - 1) / kKB;
+    for (int64_t ip = 0; ip < n; ip += kR)
+      for (int64_t s = 0; s < steps; ++s) {
+        bf16* d = dst + ((ip / kR) * steps + s) * kPanel;
+        const int64_t k0 = s * kKB, kn = std::min(kKB, kc - k0);
+        for (int64_t r = 0; r < kR; ++r) {
+          bf16* drow = d + r * kKB;
+          if (ip + r >= n) {
+            std::memset(static_cast<void*>(drow), 0, kKB * sizeof(bf16));
+            continue;
+          }
+          const bf16* srow = src + (ip + r) * rs + k0 * cs;
+          if (cs == 1 && kn == kKB) {
+            std::memcpy(static_cast<void*>(drow), srow, kKB * sizeof(bf16));
+          } else {
+            for (int64_t kk = 0; kk < kKB; ++kk) drow[kk] = kk < kn ? srow[kk * cs] : bf16(0.f);
+          }
+        }
+      }
+  }
+
+  // Columns [0, n) of B's block (k, column j at src[k * rs + j * cs]) into
+  // 32-column panels, pair-interleaved: dst[(panel * steps + s) * kPanel +
+  // (half * 16 + pair) * 32 + col * 2 + e] holds B[k0 + 2 pair + e][16 half + col].
+  static void pack_b(const bf16* src, int64_t rs, int64_t cs, int64_t n, int64_t kc, bf16* dst) {
+    const int64_t steps = (kc + kKB - 1) / kKB;
+    for (int64_t jp = 0; jp < n; jp += kR)
+      for (int64_t s = 0; s < steps; ++s) {
+        bf16* d = dst + ((jp / kR) * steps + s) * kPanel;
+        for (int64_t half = 0; half < 2; ++half)
+          for (int64_t pair = 0; pair < kKB / 2; ++pair) {
+            bf16* drow = d + (half * 16 + pair) * 32;
+            const int64_t k = s * kKB + 2 * pair, j = jp + half * 16;
+            if (cs == 1 && k + 1 < kc && j + 16 <= n) {
+              // Row-major B, whole: interleave 16 columns of rows k and k + 1.
+              const __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k * rs + j));
+              const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (k + 1) * rs + j));
+              const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23,
+                                                   7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+              const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
+              _mm512_storeu_si512(drow, _mm512_permutexvar_epi16(idx, both));
+              continue;
+            }
+            for (int64_t e = 0; e < 2; ++e) {
+              const int64_t k = s * kKB + 2 * pair + e;
+              const bf16* srow = src + k * rs + (jp + half * 16) * cs;
+              for (int64_t col = 0; col < 16; ++col) {
+                const bool in = k < kc && jp + half * 16 + col < n;
+                drow[col * 2 + e] = in ? srow[col * cs] : bf16(0.f);
+              }
+            }
+          }
+      }
+  }
+
+  void run_block(int64_t batch, int64_t m0, int64_t n0) {
+    const bf16* A = static_cast<const bf16*>(p.a.ptr) + batch * p.a.batch_stride;
+    const bf16* B = static_cast<const bf16*>(p.b.ptr) + batch * p.b.batch_stride;
+    bf16* C = static_cast<bf16*>(p.c) + batch * p.c_batch_stride;
+    const bf16* bias = static_cast<const bf16*>(p.bias);
+    const int64_t mt = std::min(mt_rows, p.M - m0), nc = std::min(nt_cols, p.N - n0);
+    std::fill(c_acc.begin(), c_acc.end(), 0.f);
+    for (int64_t k0 = 0; k0 < p.K; k0 += kKC) {
+      const int64_t kc = std::min(kKC, p.K - k0), steps = (kc + kKB - 1) / kKB;
+      pack_b(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.row_stride, p.b.col_stride, nc, kc, b_pack.data());
+      for (int64_t mb = 0; mb < mt; mb += kMC) {
+        const int64_t mc = std::min(kMC, mt - mb);
+        pack_a(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc,
+               a_pack.data());
+        for (int64_t ip = 0; ip < mc; ip += kR)
+          for (int64_t jp = 0; jp < nc; jp += kR)
+            micro(a_pack.data() + (ip / kR) * steps * kPanel, b_pack.data() + (jp / kR) * steps * kPanel, steps,
+                  c_acc.data() + (mb + ip) * kNC + jp, kNC);
+      }
+    }
+    for (int64_t i = 0; i < mt; ++i) {
+      bf16* crow = C + (m0 + i) * p.c_row_stride + n0;
+      for (int64_t j = 0; j < nc; ++j) {
+        float v = c_acc[i * kNC + j];
+        if (bias) v += static_cast<float>(bias[n0 + j]);
+        crow[j] = bf16(v);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void gemm_bf16(const GemmProblem& p) {
+  const TaskGrid g = task_grid(p, kMT, kMC, kNC, kR);
+  for_each_task(
+      g, [&] { return Task(p, g.rows, g.cols); },
+      [&](Task& task, int64_t batch, int64_t m0, int64_t n0) { task.run_block(batch, m0, n0); });
+}
+
+}  // namespace amx
+}  // namespace cpu
+}  // namespace tiled
+#pragma GCC pop_options
+
+#else
+namespace tiled {
+namespace cpu {
+namespace amx {
+bool available() { return false; }
+void gemm_bf16(const GemmProblem&) {}
+}  // namespace amx
+}  // namespace cpu
+}  // namespace tiled
+#endif
