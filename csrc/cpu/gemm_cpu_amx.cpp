@@ -167,7 +167,7 @@ struct Task {
               const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (k + 1) * rs + j));
               const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23,
                                                    7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-              const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
+              const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(r0), r1, 1);
               _mm512_storeu_si512(drow, _mm512_permutexvar_epi16(idx, both));
               continue;
             }
@@ -184,11 +184,9 @@ struct Task {
   }
 
   void run_block(int64_t batch, int64_t m0, int64_t n0) {
-    const bf16* A = static_cast<const bf16*>(p.a.ptr) + batch * p.a.batch_stride;
-    const bf16* B = static_cast<const bf16*>(p.b.ptr) + batch * p.b.batch_stride;
-    bf16* C = static_cast<bf16*>(p.c) + batch * p.c_batch_stride;
-    const bf16* bias = static_cast<const bf16*>(p.bias);
-    const int64_t mt = std::min(mt_rows, p.M - m0), nc = std::min(nt_cols, p.N - n0);
+    const Block<bf16> blk = block_of<bf16>(p, batch, m0, n0, mt_rows, nt_cols);
+    const bf16 *A = blk.a, *B = blk.b;
+    const int64_t mt = blk.mt, nc = blk.nc;
     std::fill(c_acc.begin(), c_acc.end(), 0.f);
     for (int64_t k0 = 0; k0 < p.K; k0 += kKC) {
       const int64_t kc = std::min(kKC, p.K - k0), steps = (kc + kKB - 1) / kKB;
@@ -203,14 +201,7 @@ struct Task {
                   c_acc.data() + (mb + ip) * kNC + jp, kNC);
       }
     }
-    for (int64_t i = 0; i < mt; ++i) {
-      bf16* crow = C + (m0 + i) * p.c_row_stride + n0;
-      for (int64_t j = 0; j < nc; ++j) {
-        float v = c_acc[i * kNC + j];
-        if (bias) v += static_cast<float>(bias[n0 + j]);
-        crow[j] = bf16(v);
-      }
-    }
+    store_block(p, blk, c_acc.data(), kNC);
   }
 };
 

@@ -49,5 +49,40 @@ void for_each_task(const TaskGrid& g, Init init, Fn fn) {
   });
 }
 
+// One task's block of C: [m0, m0 + mt) x [n0, n0 + nc) of batch `batch`,
+// and that batch's operands.
+template <class T>
+struct Block {
+  const T* a;
+  const T* b;
+  T* c;
+  const T* bias;
+  int64_t m0, n0, mt, nc;
+};
+template <class T>
+Block<T> block_of(const GemmProblem& p, int64_t batch, int64_t m0, int64_t n0, int64_t rows, int64_t cols) {
+  return {static_cast<const T*>(p.a.ptr) + batch * p.a.batch_stride,
+          static_cast<const T*>(p.b.ptr) + batch * p.b.batch_stride,
+          static_cast<T*>(p.c) + batch * p.c_batch_stride,
+          static_cast<const T*>(p.bias),
+          m0,
+          n0,
+          std::min(rows, p.M - m0),
+          std::min(cols, p.N - n0)};
+}
+
+// The block's C = acc (ldacc per row) + bias, rounded once to T.
+template <class T, class Acc>
+void store_block(const GemmProblem& p, const Block<T>& blk, const Acc* acc, int64_t ldacc) {
+  for (int64_t i = 0; i < blk.mt; ++i) {
+    T* crow = blk.c + (blk.m0 + i) * p.c_row_stride + blk.n0;
+    for (int64_t j = 0; j < blk.nc; ++j) {
+      Acc v = acc[i * ldacc + j];
+      if (blk.bias) v += static_cast<Acc>(blk.bias[blk.n0 + j]);
+      crow[j] = static_cast<T>(v);
+    }
+  }
+}
+
 }  // namespace cpu
 }  // namespace tiled

@@ -118,11 +118,9 @@ struct Task {
   }
 
   void run_block(int64_t batch, int64_t m0, int64_t n0) {
-    const T* A = static_cast<const T*>(p.a.ptr) + batch * p.a.batch_stride;
-    const T* B = static_cast<const T*>(p.b.ptr) + batch * p.b.batch_stride;
-    T* C = static_cast<T*>(p.c) + batch * p.c_batch_stride;
-    const T* bias = static_cast<const T*>(p.bias);
-    const int64_t mt = std::min(mt_rows, p.M - m0), nc = std::min(nt_cols, p.N - n0);
+    const Block<T> blk = block_of<T>(p, batch, m0, n0, mt_rows, nt_cols);
+    const T *A = blk.a, *B = blk.b;
+    const int64_t mt = blk.mt, nc = blk.nc;
     std::fill(c_acc.begin(), c_acc.end(), Acc(0));
     for (int64_t k0 = 0; k0 < p.K; k0 += KC) {
       const int64_t kc = std::min(KC, p.K - k0);
@@ -137,14 +135,7 @@ struct Task {
           for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, mb + ip, jp, kc);
       }
     }
-    for (int64_t i = 0; i < mt; ++i) {
-      T* crow = C + (m0 + i) * p.c_row_stride + n0;
-      for (int64_t j = 0; j < nc; ++j) {
-        Acc v = c_acc[i * NC + j];
-        if (bias) v += load<T, Acc>(bias, n0 + j);
-        crow[j] = static_cast<T>(v);
-      }
-    }
+    store_block(p, blk, c_acc.data(), NC);
   }
 };
 
