@@ -55,7 +55,7 @@ bool available() {
 }  // namespace tiled
 
 #pragma GCC push_options
-#pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw")
+#pragma GCC target("amx-tile,amx-bf16,avx512f,avx2")
 
 namespace tiled {
 namespace cpu {
@@ -165,10 +165,10 @@ struct Task {
               // Row-major B, whole: interleave 16 columns of rows k and k + 1.
               const __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k * rs + j));
               const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (k + 1) * rs + j));
-              const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23,
-                                                   7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-              const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(r0), r1, 1);
-              _mm512_storeu_si512(drow, _mm512_permutexvar_epi16(idx, both));
+              // unpack interleaves within 128-bit lanes: lo = columns 0-3 | 8-11, hi = 4-7 | 12-15.
+              const __m256i lo = _mm256_unpacklo_epi16(r0, r1), hi = _mm256_unpackhi_epi16(r0, r1);
+              _mm256_storeu_si256(reinterpret_cast<__m256i*>(drow), _mm256_permute2x128_si256(lo, hi, 0x20));
+              _mm256_storeu_si256(reinterpret_cast<__m256i*>(drow + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
               continue;
             }
             for (int64_t e = 0; e < 2; ++e) {
