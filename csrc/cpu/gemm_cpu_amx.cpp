@@ -64,7 +64,7 @@ namespace {
 
 constexpr int64_t kR = 32;          // rows (A) and columns (B) of a panel
 constexpr int64_t kKB = 32;         // K per tile step
-constexpr int64_t kKC = 512;        // K per slice
+constexpr int64_t kKC = 256;        // K per slice
 constexpr int64_t kNC = 256;        // most columns per task
 constexpr int64_t kMC = 64;         // rows of A packed at a time
 constexpr int64_t kMT = 8 * kMC;    // most rows per task
@@ -80,15 +80,22 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
-// c (ldc floats per row) += the 32 x 32 product of an A panel and a B panel
-// over ksteps k steps.  A panel: [k step][32 rows][32 k]; B panel:
-// [k step][2 column halves][16 k pairs][16 columns][2].
-void micro(const bf16* a, const bf16* b, int64_t ksteps, float* c, int64_t ldc) {
+// c (ldc floats per row) = (first ? 0 : c) + the 32 x 32 product of an A
+// panel and a B panel over ksteps k steps.  A panel: [k step][32 rows][32 k];
+// B panel: [k step][2 column halves][16 k pairs][16 columns][2].
+void micro(const bf16* a, const bf16* b, int64_t ksteps, float* c, int64_t ldc, bool first) {
   const int64_t stride = ldc * 4;
-  _tile_loadd(0, c, stride);
-  _tile_loadd(1, c + 16, stride);
-  _tile_loadd(2, c + 16 * ldc, stride);
-  _tile_loadd(3, c + 16 * ldc + 16, stride);
+  if (first) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, c, stride);
+    _tile_loadd(1, c + 16, stride);
+    _tile_loadd(2, c + 16 * ldc, stride);
+    _tile_loadd(3, c + 16 * ldc + 16, stride);
+  }
   for (int64_t s = 0; s < ksteps; ++s, a += kPanel, b += kPanel) {
     _tile_loadd(4, a, 64);
     _tile_loadd(5, a + 16 * kKB, 64);
@@ -127,59 +134,51 @@ struct Task {
 
   // Rows [0, n) of A's block (row i, k at src[i * rs + k * cs]) into 32-row
   // panels of k steps: dst[(panel * steps + s) * kPanel + r * kKB + kk].
+  // Row by row, so a row-major A is read sequentially.
   static void pack_a(const bf16* src, int64_t rs, int64_t cs, int64_t n, int64_t kc, bf16* dst) {
     const int64_t steps = (kc + kKB - 1) / kKB;
-    for (int64_t ip = 0; ip < n; ip += kR)
-      for (int64_t s = 0; s < steps; ++s) {
-        bf16* d = dst + ((ip / kR) * steps + s) * kPanel;
-        const int64_t k0 = s * kKB, kn = std::min(kKB, kc - k0);
-        for (int64_t r = 0; r < kR; ++r) {
-          bf16* drow = d + r * kKB;
-          if (ip + r >= n) {
-            std::memset(static_cast<void*>(drow), 0, kKB * sizeof(bf16));
-            continue;
-          }
-          const bf16* srow = src + (ip + r) * rs + k0 * cs;
-          if (cs == 1 && kn == kKB) {
-            std::memcpy(static_cast<void*>(drow), srow, kKB * sizeof(bf16));
-          } else {
-            for (int64_t kk = 0; kk < kKB; ++kk) drow[kk] = kk < kn ? srow[kk * cs] : bf16(0.f);
-          }
+    for (int64_t i = 0; i < round_up(n, kR); ++i) {
+      bf16* d = dst + (i / kR) * steps * kPanel + (i % kR) * kKB;
+      const bf16* srow = src + i * rs;
+      for (int64_t s = 0; s < steps; ++s, d += kPanel) {
+        const int64_t kn = i < n ? std::min(kKB, kc - s * kKB) : 0;
+        if (cs == 1 && kn == kKB) {
+          std::memcpy(static_cast<void*>(d), srow + s * kKB, kKB * sizeof(bf16));
+        } else {
+          for (int64_t kk = 0; kk < kKB; ++kk) d[kk] = kk < kn ? srow[(s * kKB + kk) * cs] : bf16(0.f);
         }
       }
+    }
   }
 
   // Columns [0, n) of B's block (k, column j at src[k * rs + j * cs]) into
   // 32-column panels, pair-interleaved: dst[(panel * steps + s) * kPanel +
   // (half * 16 + pair) * 32 + col * 2 + e] holds B[k0 + 2 pair + e][16 half + col].
+  // Pair of rows by pair of rows, so a row-major B is read sequentially.
   static void pack_b(const bf16* src, int64_t rs, int64_t cs, int64_t n, int64_t kc, bf16* dst) {
     const int64_t steps = (kc + kKB - 1) / kKB;
-    for (int64_t jp = 0; jp < n; jp += kR)
-      for (int64_t s = 0; s < steps; ++s) {
-        bf16* d = dst + ((jp / kR) * steps + s) * kPanel;
-        for (int64_t half = 0; half < 2; ++half)
-          for (int64_t pair = 0; pair < kKB / 2; ++pair) {
-            bf16* drow = d + (half * 16 + pair) * 32;
-            const int64_t k = s * kKB + 2 * pair, j = jp + half * 16;
-            if (cs == 1 && k + 1 < kc && j + 16 <= n) {
-              // Row-major B, whole: interleave 16 columns of rows k and k + 1.
-              const __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k * rs + j));
-              const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (k + 1) * rs + j));
-              // unpack interleaves within 128-bit lanes: lo = columns 0-3 | 8-11, hi = 4-7 | 12-15.
-              const __m256i lo = _mm256_unpacklo_epi16(r0, r1), hi = _mm256_unpackhi_epi16(r0, r1);
-              _mm256_storeu_si256(reinterpret_cast<__m256i*>(drow), _mm256_permute2x128_si256(lo, hi, 0x20));
-              _mm256_storeu_si256(reinterpret_cast<__m256i*>(drow + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
-              continue;
-            }
-            for (int64_t e = 0; e < 2; ++e) {
-              const int64_t k = s * kKB + 2 * pair + e;
-              const bf16* srow = src + k * rs + (jp + half * 16) * cs;
-              for (int64_t col = 0; col < 16; ++col) {
-                const bool in = k < kc && jp + half * 16 + col < n;
-                drow[col * 2 + e] = in ? srow[col * cs] : bf16(0.f);
-              }
-            }
+    for (int64_t s = 0; s < steps; ++s)
+      for (int64_t pair = 0; pair < kKB / 2; ++pair) {
+        const int64_t k = s * kKB + 2 * pair;
+        for (int64_t j = 0; j < round_up(n, kR); j += 16) {
+          bf16* drow = dst + ((j / kR) * steps + s) * kPanel + ((j % kR) / 16 * 16 + pair) * 32;
+          if (cs == 1 && k + 1 < kc && j + 16 <= n) {
+            // Row-major B, whole: interleave 16 columns of rows k and k + 1
+            // (unpack works within 128-bit lanes: lo = columns 0-3 | 8-11,
+            // hi = 4-7 | 12-15).
+            const __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k * rs + j));
+            const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (k + 1) * rs + j));
+            const __m256i lo = _mm256_unpacklo_epi16(r0, r1), hi = _mm256_unpackhi_epi16(r0, r1);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(drow), _mm256_permute2x128_si256(lo, hi, 0x20));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(drow + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+            continue;
           }
+          for (int64_t e = 0; e < 2; ++e)
+            for (int64_t col = 0; col < 16; ++col) {
+              const bool in = k + e < kc && j + col < n;
+              drow[col * 2 + e] = in ? src[(k + e) * rs + (j + col) * cs] : bf16(0.f);
+            }
+        }
       }
   }
 
@@ -187,7 +186,8 @@ struct Task {
     const Block<bf16> blk = block_of<bf16>(p, batch, m0, n0, mt_rows, nt_cols);
     const bf16 *A = blk.a, *B = blk.b;
     const int64_t mt = blk.mt, nc = blk.nc;
-    std::fill(c_acc.begin(), c_acc.end(), 0.f);
+    // The first K slice starts the accumulator tiles at zero; K = 0 stores zeros (+ bias).
+    if (p.K == 0) std::fill(c_acc.begin(), c_acc.end(), 0.f);
     for (int64_t k0 = 0; k0 < p.K; k0 += kKC) {
       const int64_t kc = std::min(kKC, p.K - k0), steps = (kc + kKB - 1) / kKB;
       pack_b(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.row_stride, p.b.col_stride, nc, kc, b_pack.data());
@@ -198,7 +198,7 @@ struct Task {
         for (int64_t ip = 0; ip < mc; ip += kR)
           for (int64_t jp = 0; jp < nc; jp += kR)
             micro(a_pack.data() + (ip / kR) * steps * kPanel, b_pack.data() + (jp / kR) * steps * kPanel, steps,
-                  c_acc.data() + (mb + ip) * kNC + jp, kNC);
+                  c_acc.data() + (mb + ip) * kNC + jp, kNC, k0 == 0);
       }
     }
     store_block(p, blk, c_acc.data(), kNC);
