@@ -116,7 +116,8 @@ struct Task {
   const GemmProblem& p;
   const int64_t mt_rows, nt_cols;
   std::vector<bf16> a_pack, b_pack;
-  std::vector<float> c_acc;  // [round_up(rows, 32)][kNC]
+  const int64_t ldc;         // c_acc's row stride: the task's columns, whole panels
+  std::vector<float> c_acc;  // [round_up(rows, 32)][ldc]
 
   static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -126,7 +127,8 @@ struct Task {
         nt_cols(cols),
         a_pack(round_up(std::min(kMC, prob.M), kR) * round_up(std::min(kKC, prob.K), kKB)),
         b_pack(round_up(std::min(cols, prob.N), kR) * round_up(std::min(kKC, prob.K), kKB)),
-        c_acc(round_up(std::min(rows, prob.M), kR) * kNC) {
+        ldc(round_up(std::min(cols, prob.N), kR)),
+        c_acc(round_up(std::min(rows, prob.M), kR) * ldc) {
     static const TileConfig config;
     _tile_loadconfig(&config);
   }
@@ -198,10 +200,10 @@ struct Task {
         for (int64_t ip = 0; ip < mc; ip += kR)
           for (int64_t jp = 0; jp < nc; jp += kR)
             micro(a_pack.data() + (ip / kR) * steps * kPanel, b_pack.data() + (jp / kR) * steps * kPanel, steps,
-                  c_acc.data() + (mb + ip) * kNC + jp, kNC, k0 == 0);
+                  c_acc.data() + (mb + ip) * ldc + jp, ldc, k0 == 0);
       }
     }
-    store_block(p, blk, c_acc.data(), kNC);
+    store_block(p, blk, c_acc.data(), ldc);
   }
 };
 

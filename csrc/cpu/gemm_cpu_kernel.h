@@ -76,6 +76,7 @@ struct Task {
   const GemmProblem& p;
   const int64_t mt_rows;  // rows per task: MT, or fewer so that every thread gets work
   const int64_t nt_cols;  // columns per task: NC, or fewer (a multiple of NR) for the same reason
+  const int64_t ldc;      // c_acc's row stride: the task's columns, whole panels
   std::vector<Acc> a_pack, b_pack, c_acc;
 
   // Buffers sized for this problem's blocks, not the largest block: small
@@ -84,9 +85,10 @@ struct Task {
       : p(prob),
         mt_rows(rows),
         nt_cols(cols),
+        ldc(round_up(std::min(cols, prob.N), NR)),
         a_pack(round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K)),
         b_pack(round_up(std::min(cols, prob.N), NR) * std::min(KC, prob.K)),
-        c_acc(round_up(std::min(rows, prob.M), MR) * NC) {}
+        c_acc(round_up(std::min(rows, prob.M), MR) * ldc) {}
 
   static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -114,7 +116,7 @@ struct Task {
 
   // c_acc[row:row+MR, jp:jp+NR] += A panel ip (of the packed m-block) * B panel jp
   void micro(int64_t ip, int64_t row, int64_t jp, int64_t kc) {
-    Micro<Acc>::run(a_pack.data() + ip * kc, b_pack.data() + jp * kc, kc, c_acc.data() + row * NC + jp, NC);
+    Micro<Acc>::run(a_pack.data() + ip * kc, b_pack.data() + jp * kc, kc, c_acc.data() + row * ldc + jp, ldc);
   }
 
   void run_block(int64_t batch, int64_t m0, int64_t n0) {
@@ -135,7 +137,7 @@ struct Task {
           for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, mb + ip, jp, kc);
       }
     }
-    store_block(p, blk, c_acc.data(), NC);
+    store_block(p, blk, c_acc.data(), ldc);
   }
 };
 
