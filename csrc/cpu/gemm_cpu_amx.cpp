@@ -55,7 +55,7 @@ bool available() {
 }  // namespace tiled
 
 #pragma GCC push_options
-#pragma GCC target("amx-tile,amx-bf16,avx512f,avx2")
+#pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw,avx2")
 
 namespace tiled {
 namespace cpu {
@@ -112,6 +112,38 @@ void micro(const bf16* a, const bf16* b, int64_t ksteps, float* c, int64_t ldc, 
   _tile_stored(3, c + 16 * ldc + 16, stride);
 }
 
+// Index vectors of the transpose below: for block size b = 16, 8, 4, 2, 1,
+// the new upper row takes the first b of each 2b elements from the upper row
+// and the next b from the lower one's first b; the new lower row the rest.
+struct TransposeIdx {
+  alignas(64) uint16_t up[5][32], low[5][32];
+  constexpr TransposeIdx() : up(), low() {
+    for (int s = 0, b = 16; s < 5; ++s, b /= 2)
+      for (int q = 0; q < 32; ++q) {
+        const bool first = (q / b) % 2 == 0;
+        up[s][q] = static_cast<uint16_t>(first ? q : 32 + q - b);
+        low[s][q] = static_cast<uint16_t>(first ? q + b : 32 + q);
+      }
+  }
+};
+constexpr TransposeIdx kTransposeIdx{};
+
+// v[i] holds row i of a 32 x 32 matrix of 16-bit elements; afterwards v[i]
+// holds column i (recursive block swap, 5 x 16 pairs of two-source permutes).
+inline void transpose32x32(__m512i (&v)[32]) {
+#pragma GCC unroll 5
+  for (int s = 0, b = 16; s < 5; ++s, b /= 2) {
+    const __m512i iu = _mm512_load_si512(kTransposeIdx.up[s]), il = _mm512_load_si512(kTransposeIdx.low[s]);
+#pragma GCC unroll 32
+    for (int i = 0; i < 32; ++i)
+      if ((i / b) % 2 == 0) {
+        const __m512i x = v[i], y = v[i + b];
+        v[i] = _mm512_permutex2var_epi16(x, iu, y);
+        v[i + b] = _mm512_permutex2var_epi16(x, il, y);
+      }
+  }
+}
+
 struct Task {
   const GemmProblem& p;
   const int64_t mt_rows, nt_cols;
@@ -139,6 +171,19 @@ struct Task {
   // Row by row, so a row-major A is read sequentially.
   static void pack_a(const bf16* src, int64_t rs, int64_t cs, int64_t n, int64_t kc, bf16* dst) {
     const int64_t steps = (kc + kKB - 1) / kKB;
+    if (rs == 1 && cs != 1 && n % kR == 0 && kc % kKB == 0) {
+      // Column-major A in whole 32 x 32 blocks: 32 columns (64 bytes each)
+      // in, transposed in registers, 32 panel rows out.
+      for (int64_t ip = 0; ip < n; ip += kR)
+        for (int64_t s = 0; s < steps; ++s) {
+          __m512i v[32];
+          for (int kk = 0; kk < 32; ++kk) v[kk] = _mm512_loadu_si512(src + (s * kKB + kk) * cs + ip);
+          transpose32x32(v);
+          bf16* d = dst + ((ip / kR) * steps + s) * kPanel;
+          for (int r = 0; r < 32; ++r) _mm512_storeu_si512(d + r * kKB, v[r]);
+        }
+      return;
+    }
     for (int64_t i = 0; i < round_up(n, kR); ++i) {
       bf16* d = dst + (i / kR) * steps * kPanel + (i % kR) * kKB;
       const bf16* srow = src + i * rs;
