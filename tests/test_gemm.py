@@ -285,6 +285,19 @@ def test_cpu_threads_do_not_change_bits(monkeypatch, isa, shape, layout, many_th
     assert_close_rel(many, ref, dtype)
 
 
+@pytest.mark.parametrize("M, N, K", [(64, 96, 512), (96, 40, 300), (33, 64, 64)])
+def test_cpu_amx_column_major_views(monkeypatch, M, N, K):
+    # A column-major A with a leading dimension past M (a transposed slice of
+    # a wider matrix): whole 32 x 32 blocks are transposed in registers,
+    # ragged rows and K slices take the element-wise packing.
+    cpu_isa_or_skip(monkeypatch, "amx", torch.bfloat16)
+    a = rand((K, M + 8), torch.bfloat16, "cpu")[:, 3:M + 3].t()
+    b = rand((N, K + 5), torch.bfloat16, "cpu")[:, :K].t()
+    assert a.stride() == (1, M + 8)
+    out, _ = run_poisoned(lambda: gemm(a, b), M * N, torch.bfloat16, "cpu")
+    assert_close_rel(out, reference(a, b, None), torch.bfloat16)
+
+
 def test_cpu_isa_setting_checked(monkeypatch):
     monkeypatch.setenv("TILED_CPU_ISA", "sse9")
     a, b = make_operands(4, 4, 4, torch.float32, "cpu")
