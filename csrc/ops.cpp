@@ -25,7 +25,7 @@ at::Tensor gemm_ladder_cpu(const at::Tensor& a, const at::Tensor& b, int64_t ste
 
 std::string gemm_kernel_name_cpu(const at::Tensor& a, const at::Tensor& b) {
   check_gemm_args(a, b, std::nullopt, "tiled.gemm_kernel_name");
-  return std::string("cpu_blocked_") + cpu::isa_name(a.scalar_type() == at::kBFloat16 ? DType::bf16 : DType::f32);
+  return std::string("cpu_blocked_") + cpu::isa_name(to_dtype(a.scalar_type()));
 }
 
 // ---------------------------------------------------------------------------

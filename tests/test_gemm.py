@@ -249,8 +249,8 @@ def cpu_isa_or_skip(monkeypatch, isa, dtype=torch.float32):
 def test_cpu_isa_edges(monkeypatch, isa, dtype):
     # Around the micro-kernels' panels (4x16 portable, 12x32 / 12x16 AVX-512,
     # 32x32 AMX with K in steps of 32), the row blocks (64 / 72 rows at a
-    # time, tasks of up to 512 / 576 rows), the 256-column blocks and 256- /
-    # 512-deep K slices; every layout, a bias on every other shape, the
+    # time, tasks of up to 512 / 576 rows), the 256-column blocks and
+    # 256-deep K slices; every layout, a bias on every other shape, the
     # output poisoned first.
     cpu_isa_or_skip(monkeypatch, isa, dtype)
     shapes = [(1, 1, 1), (11, 31, 7), (12, 32, 16), (13, 33, 17), (25, 17, 255), (72, 64, 256), (73, 257, 257),

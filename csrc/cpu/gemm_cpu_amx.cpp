@@ -151,7 +151,6 @@ struct Task {
   const int64_t ldc;         // c_acc's row stride: the task's columns, whole panels
   std::vector<float> c_acc;  // [round_up(rows, 32)][ldc]
 
-  static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
   Task(const GemmProblem& prob, int64_t rows, int64_t cols)
       : p(prob),
@@ -255,10 +254,7 @@ struct Task {
 }  // namespace
 
 void gemm_bf16(const GemmProblem& p) {
-  const TaskGrid g = task_grid(p, kMT, kMC, kNC, kR);
-  for_each_task(
-      g, [&] { return Task(p, g.rows, g.cols); },
-      [&](Task& task, int64_t batch, int64_t m0, int64_t n0) { task.run_block(batch, m0, n0); });
+  run_tasks<Task>(p, task_grid(p, kMT, kMC, kNC, kR));
 }
 
 }  // namespace amx

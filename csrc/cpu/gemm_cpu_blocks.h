@@ -11,6 +11,9 @@
 namespace tiled {
 namespace cpu {
 
+// v rounded up to a multiple of m (whole panels).
+inline int64_t round_up(int64_t v, int64_t m) { return ceil_div(v, m) * m; }
+
 // Tasks of up to `rows` x `cols` of C, one batch each.  Starting from
 // max_rows x max_cols: while there would be fewer than two tasks per thread,
 // fewer rows (down to min_rows), then fewer columns (halving while a whole
@@ -34,17 +37,17 @@ inline TaskGrid task_grid(const GemmProblem& p, int64_t max_rows, int64_t min_ro
   return g;
 }
 
-// Runs fn(batch, m0, n0) for every task, spread over at::parallel_for's
-// threads; init() runs once per thread's chunk first (per-thread buffers,
-// tile configuration), and its result is passed to fn.
-template <class Init, class Fn>
-void for_each_task(const TaskGrid& g, Init init, Fn fn) {
+// Runs every task of the grid over at::parallel_for's threads: each
+// thread's chunk builds one TaskT(p, rows, cols) (its buffers; for AMX, its
+// tile configuration) and calls run_block(batch, m0, n0) for each task.
+template <class TaskT>
+void run_tasks(const GemmProblem& p, const TaskGrid& g) {
   at::parallel_for(0, g.tasks, g.grain, [&](int64_t begin, int64_t end) {
-    auto state = init();
+    TaskT task(p, g.rows, g.cols);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t batch = t / (g.mblocks * g.nblocks);
       const int64_t rem = t % (g.mblocks * g.nblocks);
-      fn(state, batch, (rem / g.nblocks) * g.rows, (rem % g.nblocks) * g.cols);
+      task.run_block(batch, (rem / g.nblocks) * g.rows, (rem % g.nblocks) * g.cols);
     }
   });
 }

@@ -22,7 +22,7 @@
 #ifndef TILED_CPU_ISA
 #error "define TILED_CPU_ISA before including gemm_cpu_kernel.h"
 #endif
-// task_grid / for_each_task: included by the .cpp before its target pragma.
+// task_grid / run_tasks: included by the .cpp before its target pragma.
 #include "gemm_cpu_blocks.h"
 
 namespace tiled {
@@ -90,7 +90,6 @@ struct Task {
         b_pack(round_up(std::min(cols, prob.N), NR) * std::min(KC, prob.K)),
         c_acc(round_up(std::min(rows, prob.M), MR) * ldc) {}
 
-  static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
   // Packs `n` vectors of length kc into panels of R, k-major inside a panel,
   // zero-padded to a whole panel so the micro-kernel needs no edge code.
@@ -144,10 +143,7 @@ struct Task {
 template <typename T, typename Acc>
 void run(const GemmProblem& p) {
   using Tk = Task<T, Acc>;
-  const TaskGrid g = task_grid(p, Tk::MT, Tk::MC, NC, Tk::NR);
-  for_each_task(
-      g, [&] { return Tk(p, g.rows, g.cols); },
-      [&](Tk& task, int64_t batch, int64_t m0, int64_t n0) { task.run_block(batch, m0, n0); });
+  run_tasks<Tk>(p, task_grid(p, Tk::MT, Tk::MC, NC, Tk::NR));
 }
 
 void gemm_isa(const GemmProblem& p) {
