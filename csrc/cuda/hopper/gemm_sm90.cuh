@@ -88,11 +88,16 @@ struct KernelArgs {
   // dealt to the grid as equal runs of k-blocks (CTA i of g takes global
   // k-iterations [I * i / g, I * (i + 1) / g), I = sk_tiles * k_blocks),
   // the rest one whole tile at a time.  A tile's k-blocks may so fall to
-  // several CTAs: the one holding k-block 0 owns the tile; every other CTA's
-  // piece of it is the first thing that CTA computes, and it leaves the fp32
-  // partial in its slot of sk_partials and raises its flag.  The owner
-  // waits for the flags of all the pieces, adds the partials in k order
-  // (the same bits on every run) and stores the tile.
+  // several CTAs.  Each CTA takes its run's pieces last tile first, so all
+  // CTAs start at k-block 0 of a tile together and then walk the ends of
+  // their first tiles together (two k positions, the run's length apart
+  // modulo a tile: the tiles in flight share their k-slices of A and B in
+  // L2, as a wave of whole tiles does).  The piece holding a tile's last
+  // k-block owns the tile; every other piece of it is the first (or only)
+  // piece of an earlier CTA's run, which leaves its fp32 partial in its slot
+  // of sk_partials and raises its flag.  The owner computes its piece last,
+  // waits for those flags, adds the partials, earliest first, to its own
+  // (a fixed order: the same bits on every run) and stores the tile.
   int sk_tiles;
   float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
   int* sk_flags;       // [gridDim.x][2], all 0 at launch
@@ -105,14 +110,14 @@ struct SkRun {
 __device__ __forceinline__ int64_t sk_run_begin(const KernelArgs& a, int cta, int grid) {
   return static_cast<int64_t>(a.sk_tiles) * a.k_blocks * cta / grid;
 }
-// The next piece of the run: unit (tile) and its k-blocks [kb0, kb1).
-__device__ __forceinline__ bool sk_next(SkRun& r, int k_blocks, int& unit, int& kb0, int& kb1) {
-  if (r.pos >= r.end) return false;
-  unit = static_cast<int>(r.pos / k_blocks);
+// The run's next piece, last tile first: unit (tile) and its k-blocks [kb0, kb1).
+__device__ __forceinline__ bool sk_prev(SkRun& r, int k_blocks, int& unit, int& kb0, int& kb1) {
+  if (r.end <= r.pos) return false;
+  unit = static_cast<int>((r.end - 1) / k_blocks);
   const int64_t tile_start = static_cast<int64_t>(unit) * k_blocks;
-  kb0 = static_cast<int>(r.pos - tile_start);
-  kb1 = static_cast<int>(r.end - tile_start < k_blocks ? r.end - tile_start : k_blocks);
-  r.pos = tile_start + kb1;
+  kb0 = static_cast<int>(r.pos > tile_start ? r.pos - tile_start : 0);
+  kb1 = static_cast<int>(r.end - tile_start);
+  r.end = tile_start + kb0;
   return true;
 }
 
@@ -426,7 +431,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if constexpr (Cfg::kStreamK) {
         SkRun run{sk_run_begin(args, blockIdx.x, gridDim.x), sk_run_begin(args, blockIdx.x + 1, gridDim.x)};
         int unit, kb0, kb1;
-        while (sk_next(run, args.k_blocks, unit, kb0, kb1)) load_unit(unit, kb0, kb1);
+        while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) load_unit(unit, kb0, kb1);
       }
       for (int unit = dp_first; unit < total_units; unit += unit_stride) load_unit(unit, kb_begin, kb_end);
     }
@@ -828,11 +833,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       };
       SkRun run{sk_run_begin(args, blockIdx.x, gridDim.x), sk_run_begin(args, blockIdx.x + 1, gridDim.x)};
       int unit, kb0, kb1;
-      while (sk_next(run, args.k_blocks, unit, kb0, kb1)) {
+      while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) {
         const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
         finish_mainloop(mainloop(kb0, kb1), false);
-        if (kb0 > 0) {
-          // A later piece of a tile: always this CTA's first; park it.
+        if (kb1 < args.k_blocks) {
+          // Not the tile's end: always this CTA's first piece; park it.
           float4* dst = slot(blockIdx.x);
 #pragma unroll
           for (int q = 0; q < kQuads; ++q)
@@ -844,18 +849,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
           continue;
         }
-        if (kb1 < args.k_blocks) {
-          // The owner: the later pieces are the first pieces of the next
-          // CTAs' runs, up to the last run that starts before the tile ends
-          // (s_j = floor(I j / g) < tile_end  <=>  j < tile_end g / I).  No
-          // run is empty: the host launches stream-K only with I >= g.
+        if (kb0 > 0) {
+          // The owner: the earlier pieces are the last pieces of the previous
+          // CTAs' runs, from the run holding the tile's first k-block
+          // (s_j <= tile_start < s_{j+1}; runs are never empty: the host
+          // launches stream-K only with I >= g) up to this CTA's.
           const int64_t iters = static_cast<int64_t>(args.sk_tiles) * args.k_blocks;
-          const int64_t tile_end = static_cast<int64_t>(unit + 1) * args.k_blocks;
-          const int64_t last_run = (tile_end * gridDim.x - 1) / iters;
-          const int last = last_run < gridDim.x - 1 ? static_cast<int>(last_run) : static_cast<int>(gridDim.x) - 1;
+          const int64_t tile_start = static_cast<int64_t>(unit) * args.k_blocks;
+          int first = static_cast<int>(tile_start * gridDim.x / iters);
+          if (sk_run_begin(args, first + 1, gridDim.x) <= tile_start) ++first;
+          const int last = static_cast<int>(blockIdx.x) - 1;
           // The warpgroup's threads poll the flags side by side (a tile can
           // have dozens of pieces when tiles are few and K is deep).
-          for (int j = blockIdx.x + 1 + wg_thread; j <= last; j += 128) {
+          for (int j = first + wg_thread; j <= last; j += 128) {
             const int* flag = args.sk_flags + 2 * j + cw;
             while (ld_acquire_gpu(flag) == 0) {
             }
@@ -864,7 +870,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           // Then the partials, in k order, kU of them in flight at a time
           // (more for narrow tiles, whose accumulators leave registers free).
           constexpr int kU = kQuads <= 8 ? 4 : kQuads <= 16 ? 2 : 1;
-          for (int j0 = blockIdx.x + 1; j0 <= last; j0 += kU) {
+          for (int j0 = first; j0 <= last; j0 += kU) {
             float4 v[kU][kQuads];
 #pragma unroll
             for (int u = 0; u < kU; ++u) {
