@@ -289,7 +289,10 @@ def test_cpu_threads_do_not_change_bits(monkeypatch, isa, shape, layout, many_th
 def test_cpu_amx_column_major_views(monkeypatch, M, N, K):
     # A column-major A with a leading dimension past M (a transposed slice of
     # a wider matrix): whole 32 x 32 blocks are transposed in registers,
-    # ragged rows and K slices take the element-wise packing.
+    # ragged rows and K slices take the element-wise packing.  B column-major
+    # with a leading dimension past K: whole 16-column x 32-k blocks are
+    # transposed as 16 x 16 words of k pairs, a ragged last k step and
+    # partial column groups (N = 40) element by element.
     cpu_isa_or_skip(monkeypatch, "amx", torch.bfloat16)
     a = rand((K, M + 8), torch.bfloat16, "cpu")[:, 3:M + 3].t()
     b = rand((N, K + 5), torch.bfloat16, "cpu")[:, :K].t()

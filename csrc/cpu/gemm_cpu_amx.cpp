@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if defined(__linux__) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
@@ -112,34 +113,47 @@ void micro(const bf16* a, const bf16* b, int64_t ksteps, float* c, int64_t ldc, 
   _tile_stored(3, c + 16 * ldc + 16, stride);
 }
 
-// Index vectors of the transpose below: for block size b = 16, 8, 4, 2, 1,
-// the new upper row takes the first b of each 2b elements from the upper row
-// and the next b from the lower one's first b; the new lower row the rest.
+// Index vectors of the transpose below, for L lanes of 512 bits (32 of 16
+// bits or 16 of 32): for block size b = L/2, ..., 2, 1, the new upper row
+// takes the first b of each 2b elements from the upper row and the next b
+// from the lower one's first b; the new lower row the rest.
+template <int L>
 struct TransposeIdx {
-  alignas(64) uint16_t up[5][32], low[5][32];
+  using Index = std::conditional_t<L == 32, uint16_t, uint32_t>;
+  static constexpr int kStages = L == 32 ? 5 : 4;
+  alignas(64) Index up[kStages][L], low[kStages][L];
   constexpr TransposeIdx() : up(), low() {
-    for (int s = 0, b = 16; s < 5; ++s, b /= 2)
-      for (int q = 0; q < 32; ++q) {
+    for (int s = 0, b = L / 2; s < kStages; ++s, b /= 2)
+      for (int q = 0; q < L; ++q) {
         const bool first = (q / b) % 2 == 0;
-        up[s][q] = static_cast<uint16_t>(first ? q : 32 + q - b);
-        low[s][q] = static_cast<uint16_t>(first ? q + b : 32 + q);
+        up[s][q] = static_cast<Index>(first ? q : L + q - b);
+        low[s][q] = static_cast<Index>(first ? q + b : L + q);
       }
   }
 };
-constexpr TransposeIdx kTransposeIdx{};
+template <int L>
+constexpr TransposeIdx<L> kTransposeIdx{};
 
-// v[i] holds row i of a 32 x 32 matrix of 16-bit elements; afterwards v[i]
-// holds column i (recursive block swap, 5 x 16 pairs of two-source permutes).
-inline void transpose32x32(__m512i (&v)[32]) {
+// v[i] holds row i of an L x L matrix (32 x 32 of 16-bit elements, or 16 x
+// 16 of 32-bit ones); afterwards v[i] holds column i (recursive block swap,
+// log2(L) rounds of L/2 two-source permutes).
+template <int L>
+inline void transpose(__m512i (&v)[L]) {
+  constexpr auto& idx = kTransposeIdx<L>;
 #pragma GCC unroll 5
-  for (int s = 0, b = 16; s < 5; ++s, b /= 2) {
-    const __m512i iu = _mm512_load_si512(kTransposeIdx.up[s]), il = _mm512_load_si512(kTransposeIdx.low[s]);
+  for (int s = 0, b = L / 2; s < TransposeIdx<L>::kStages; ++s, b /= 2) {
+    const __m512i iu = _mm512_load_si512(idx.up[s]), il = _mm512_load_si512(idx.low[s]);
 #pragma GCC unroll 32
-    for (int i = 0; i < 32; ++i)
+    for (int i = 0; i < L; ++i)
       if ((i / b) % 2 == 0) {
         const __m512i x = v[i], y = v[i + b];
-        v[i] = _mm512_permutex2var_epi16(x, iu, y);
-        v[i + b] = _mm512_permutex2var_epi16(x, il, y);
+        if constexpr (L == 32) {
+          v[i] = _mm512_permutex2var_epi16(x, iu, y);
+          v[i + b] = _mm512_permutex2var_epi16(x, il, y);
+        } else {
+          v[i] = _mm512_permutex2var_epi32(x, iu, y);
+          v[i + b] = _mm512_permutex2var_epi32(x, il, y);
+        }
       }
   }
 }
@@ -177,7 +191,7 @@ struct Task {
         for (int64_t s = 0; s < steps; ++s) {
           __m512i v[32];
           for (int kk = 0; kk < 32; ++kk) v[kk] = _mm512_loadu_si512(src + (s * kKB + kk) * cs + ip);
-          transpose32x32(v);
+          transpose<32>(v);
           bf16* d = dst + ((ip / kR) * steps + s) * kPanel;
           for (int r = 0; r < 32; ++r) _mm512_storeu_si512(d + r * kKB, v[r]);
         }
@@ -200,14 +214,25 @@ struct Task {
   // Columns [0, n) of B's block (k, column j at src[k * rs + j * cs]) into
   // 32-column panels, pair-interleaved: dst[(panel * steps + s) * kPanel +
   // (half * 16 + pair) * 32 + col * 2 + e] holds B[k0 + 2 pair + e][16 half + col].
-  // Pair of rows by pair of rows, so a row-major B is read sequentially.
+  // 16 columns by 32 k at a time.  A column-major B (the weight of x @ W^T)
+  // holds each column's k pairs as consecutive 32-bit words: 16 columns in,
+  // transposed as 16 x 16 words in registers, 16 pair rows out.  A row-major
+  // B goes pair of rows by pair of rows, read sequentially.
   static void pack_b(const bf16* src, int64_t rs, int64_t cs, int64_t n, int64_t kc, bf16* dst) {
     const int64_t steps = (kc + kKB - 1) / kKB;
     for (int64_t s = 0; s < steps; ++s)
-      for (int64_t pair = 0; pair < kKB / 2; ++pair) {
-        const int64_t k = s * kKB + 2 * pair;
-        for (int64_t j = 0; j < round_up(n, kR); j += 16) {
-          bf16* drow = dst + ((j / kR) * steps + s) * kPanel + ((j % kR) / 16 * 16 + pair) * 32;
+      for (int64_t j = 0; j < round_up(n, kR); j += 16) {
+        bf16* const dblk = dst + ((j / kR) * steps + s) * kPanel + (j % kR) / 16 * 16 * 32;
+        if (rs == 1 && cs != 1 && j + 16 <= n && (s + 1) * kKB <= kc) {
+          __m512i v[16];
+          for (int c = 0; c < 16; ++c) v[c] = _mm512_loadu_si512(src + (j + c) * cs + s * kKB);
+          transpose<16>(v);
+          for (int pair = 0; pair < 16; ++pair) _mm512_storeu_si512(dblk + pair * 32, v[pair]);
+          continue;
+        }
+        for (int64_t pair = 0; pair < kKB / 2; ++pair) {
+          const int64_t k = s * kKB + 2 * pair;
+          bf16* const drow = dblk + pair * 32;
           if (cs == 1 && k + 1 < kc && j + 16 <= n) {
             // Row-major B, whole: interleave 16 columns of rows k and k + 1
             // (unpack works within 128-bit lanes: lo = columns 0-3 | 8-11,
