@@ -52,6 +52,7 @@
 #include "../settings.h"
 #include "hopper.h"
 #include "ptx.cuh"
+#include "stream_k.h"
 #include "tensor_map.h"
 #include "../smem_opt_in.h"
 
@@ -85,41 +86,16 @@ struct KernelArgs {
   int64_t c_batch_stride, c_row_stride;  // elements
   const void* bias;                      // [N] of T, or null
   // Stream-K (Cfg::kStreamK configs; 0: off): the first sk_tiles units are
-  // dealt to the grid as equal runs of k-blocks (CTA i of g takes global
-  // k-iterations [I * i / g, I * (i + 1) / g), I = sk_tiles * k_blocks),
-  // the rest one whole tile at a time.  A tile's k-blocks may so fall to
-  // several CTAs.  Each CTA takes its run's pieces last tile first, so all
-  // CTAs start at k-block 0 of a tile together and then walk the ends of
-  // their first tiles together (two k positions, the run's length apart
-  // modulo a tile: the tiles in flight share their k-slices of A and B in
-  // L2, as a wave of whole tiles does).  The piece holding a tile's last
-  // k-block owns the tile; every other piece of it is the first (or only)
-  // piece of an earlier CTA's run, which leaves its fp32 partial in its slot
-  // of sk_partials and raises its flag.  The owner computes its piece last,
-  // waits for those flags, adds the partials, earliest first, to its own
-  // (a fixed order: the same bits on every run) and stores the tile.
+  // dealt to the grid as equal runs of k-blocks, the rest one whole tile at
+  // a time.  stream_k.h cuts the runs into pieces, orders them (all CTAs
+  // walk K in step) and says which piece owns a tile.  Every other piece
+  // leaves its fp32 partial in its CTA's slot of sk_partials and raises its
+  // flag; the owner waits for those flags, adds the partials, earliest first,
+  // to its own (a fixed order: the same bits on every run) and stores the tile.
   int sk_tiles;
   float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
   int* sk_flags;       // [gridDim.x][2], all 0 at launch
 };
-
-// Stream-K: a CTA's run of global k-iterations, cut at tile boundaries.
-struct SkRun {
-  int64_t pos, end;
-};
-__device__ __forceinline__ int64_t sk_run_begin(const KernelArgs& a, int cta, int grid) {
-  return static_cast<int64_t>(a.sk_tiles) * a.k_blocks * cta / grid;
-}
-// The run's next piece, last tile first: unit (tile) and its k-blocks [kb0, kb1).
-__device__ __forceinline__ bool sk_prev(SkRun& r, int k_blocks, int& unit, int& kb0, int& kb1) {
-  if (r.end <= r.pos) return false;
-  unit = static_cast<int>((r.end - 1) / k_blocks);
-  const int64_t tile_start = static_cast<int64_t>(unit) * k_blocks;
-  kb0 = static_cast<int>(r.pos > tile_start ? r.pos - tile_start : 0);
-  kb1 = static_cast<int>(r.end - tile_start);
-  r.end = tile_start + kb0;
-  return true;
-}
 
 template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPingPong_ = false,
           bool kSplitK_ = false>
@@ -429,7 +405,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
       };
       if constexpr (Cfg::kStreamK) {
-        SkRun run{sk_run_begin(args, blockIdx.x, gridDim.x), sk_run_begin(args, blockIdx.x + 1, gridDim.x)};
+        SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
+                  sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
         int unit, kb0, kb1;
         while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) load_unit(unit, kb0, kb1);
       }
@@ -831,7 +808,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       auto slot = [&](int cta) {
         return reinterpret_cast<float4*>(args.sk_partials) + (static_cast<int64_t>(cta) * 2 + cw) * (kQuads * 128);
       };
-      SkRun run{sk_run_begin(args, blockIdx.x, gridDim.x), sk_run_begin(args, blockIdx.x + 1, gridDim.x)};
+      SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
+                sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
       int unit, kb0, kb1;
       while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) {
         const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
@@ -851,13 +829,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
         if (kb0 > 0) {
           // The owner: the earlier pieces are the last pieces of the previous
-          // CTAs' runs, from the run holding the tile's first k-block
-          // (s_j <= tile_start < s_{j+1}; runs are never empty: the host
-          // launches stream-K only with I >= g) up to this CTA's.
-          const int64_t iters = static_cast<int64_t>(args.sk_tiles) * args.k_blocks;
-          const int64_t tile_start = static_cast<int64_t>(unit) * args.k_blocks;
-          int first = static_cast<int>(tile_start * gridDim.x / iters);
-          if (sk_run_begin(args, first + 1, gridDim.x) <= tile_start) ++first;
+          // CTAs' runs, from the run holding the tile's first k-block up to
+          // this CTA's (stream_k.h).
+          const int first = sk_first_run(args.sk_tiles, args.k_blocks, unit, gridDim.x);
           const int last = static_cast<int>(blockIdx.x) - 1;
           // The warpgroup's threads poll the flags side by side (a tile can
           // have dozens of pieces when tiles are few and K is deep).
