@@ -161,19 +161,22 @@ inline void transpose(__m512i (&v)[L]) {
 struct Task {
   const GemmProblem& p;
   const int64_t mt_rows, nt_cols;
-  std::vector<bf16> a_pack, b_pack;
-  const int64_t ldc;         // c_acc's row stride: the task's columns, whole panels
-  std::vector<float> c_acc;  // [round_up(rows, 32)][ldc]
-
+  const int64_t ldc;     // c_acc's row stride: the task's columns, whole panels
+  const int64_t c_size;  // c_acc's elements: [round_up(rows, 32)][ldc]
+  // In the thread's scratch (gemm_cpu_blocks.h).
+  bf16* const a_pack;
+  bf16* const b_pack;
+  float* const c_acc;
 
   Task(const GemmProblem& prob, int64_t rows, int64_t cols)
       : p(prob),
         mt_rows(rows),
         nt_cols(cols),
-        a_pack(round_up(std::min(kMC, prob.M), kR) * round_up(std::min(kKC, prob.K), kKB)),
-        b_pack(round_up(std::min(cols, prob.N), kR) * round_up(std::min(kKC, prob.K), kKB)),
         ldc(round_up(std::min(cols, prob.N), kR)),
-        c_acc(round_up(std::min(rows, prob.M), kR) * ldc) {
+        c_size(round_up(std::min(rows, prob.M), kR) * ldc),
+        a_pack(thread_scratch<bf16, 0>(round_up(std::min(kMC, prob.M), kR) * round_up(std::min(kKC, prob.K), kKB))),
+        b_pack(thread_scratch<bf16, 1>(round_up(std::min(cols, prob.N), kR) * round_up(std::min(kKC, prob.K), kKB))),
+        c_acc(thread_scratch<float, 2>(c_size)) {
     static const TileConfig config;
     _tile_loadconfig(&config);
   }
@@ -258,21 +261,20 @@ struct Task {
     const bf16 *A = blk.a, *B = blk.b;
     const int64_t mt = blk.mt, nc = blk.nc;
     // The first K slice starts the accumulator tiles at zero; K = 0 stores zeros (+ bias).
-    if (p.K == 0) std::fill(c_acc.begin(), c_acc.end(), 0.f);
+    if (p.K == 0) std::fill(c_acc, c_acc + c_size, 0.f);
     for (int64_t k0 = 0; k0 < p.K; k0 += kKC) {
       const int64_t kc = std::min(kKC, p.K - k0), steps = (kc + kKB - 1) / kKB;
-      pack_b(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.row_stride, p.b.col_stride, nc, kc, b_pack.data());
+      pack_b(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.row_stride, p.b.col_stride, nc, kc, b_pack);
       for (int64_t mb = 0; mb < mt; mb += kMC) {
         const int64_t mc = std::min(kMC, mt - mb);
-        pack_a(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc,
-               a_pack.data());
+        pack_a(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc, a_pack);
         for (int64_t ip = 0; ip < mc; ip += kR)
           for (int64_t jp = 0; jp < nc; jp += kR)
-            micro(a_pack.data() + (ip / kR) * steps * kPanel, b_pack.data() + (jp / kR) * steps * kPanel, steps,
-                  c_acc.data() + (mb + ip) * ldc + jp, ldc, k0 == 0);
+            micro(a_pack + (ip / kR) * steps * kPanel, b_pack + (jp / kR) * steps * kPanel, steps,
+                  c_acc + (mb + ip) * ldc + jp, ldc, k0 == 0);
       }
     }
-    store_block(p, blk, c_acc.data(), ldc);
+    store_block(p, blk, c_acc, ldc);
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "../gemm_problem.h"
 
@@ -13,6 +14,17 @@ namespace cpu {
 
 // v rounded up to a multiple of m (whole panels).
 inline int64_t round_up(int64_t v, int64_t m) { return ceil_div(v, m) * m; }
+
+// A task's packing and accumulator buffers: per thread and slot, kept from
+// call to call and grown when a call needs more, never cleared (every user
+// writes a buffer before reading it).  Fresh buffers each call cost a page
+// fault and a zero fill per 4 KB, for every thread, on every call.
+template <class T, int kSlot>
+T* thread_scratch(int64_t n) {
+  thread_local std::vector<T> buf;
+  if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
 
 // Tasks of up to `rows` x `cols` of C, one batch each.  Starting from
 // max_rows x max_cols: while there would be fewer than two tasks per thread,

@@ -77,18 +77,23 @@ struct Task {
   const int64_t mt_rows;  // rows per task: MT, or fewer so that every thread gets work
   const int64_t nt_cols;  // columns per task: NC, or fewer (a multiple of NR) for the same reason
   const int64_t ldc;      // c_acc's row stride: the task's columns, whole panels
-  std::vector<Acc> a_pack, b_pack, c_acc;
+  const int64_t c_size;   // c_acc's elements
+  // Buffers sized for this problem's blocks, not the largest block, in the
+  // thread's scratch (gemm_cpu_blocks.h): small GEMMs (decode-style M) touch
+  // little memory, and repeated calls reuse the same.
+  Acc* const a_pack;
+  Acc* const b_pack;
+  Acc* const c_acc;
 
-  // Buffers sized for this problem's blocks, not the largest block: small
-  // GEMMs (decode-style M) should not pay for allocating and zeroing 400 KB.
   Task(const GemmProblem& prob, int64_t rows, int64_t cols)
       : p(prob),
         mt_rows(rows),
         nt_cols(cols),
         ldc(round_up(std::min(cols, prob.N), NR)),
-        a_pack(round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K)),
-        b_pack(round_up(std::min(cols, prob.N), NR) * std::min(KC, prob.K)),
-        c_acc(round_up(std::min(rows, prob.M), MR) * ldc) {}
+        c_size(round_up(std::min(rows, prob.M), MR) * ldc),
+        a_pack(thread_scratch<Acc, 0>(round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K))),
+        b_pack(thread_scratch<Acc, 1>(round_up(std::min(cols, prob.N), NR) * std::min(KC, prob.K))),
+        c_acc(thread_scratch<Acc, 2>(c_size)) {}
 
 
   // Packs `n` vectors of length kc into panels of R, k-major inside a panel,
@@ -115,28 +120,26 @@ struct Task {
 
   // c_acc[row:row+MR, jp:jp+NR] += A panel ip (of the packed m-block) * B panel jp
   void micro(int64_t ip, int64_t row, int64_t jp, int64_t kc) {
-    Micro<Acc>::run(a_pack.data() + ip * kc, b_pack.data() + jp * kc, kc, c_acc.data() + row * ldc + jp, ldc);
+    Micro<Acc>::run(a_pack + ip * kc, b_pack + jp * kc, kc, c_acc + row * ldc + jp, ldc);
   }
 
   void run_block(int64_t batch, int64_t m0, int64_t n0) {
     const Block<T> blk = block_of<T>(p, batch, m0, n0, mt_rows, nt_cols);
     const T *A = blk.a, *B = blk.b;
     const int64_t mt = blk.mt, nc = blk.nc;
-    std::fill(c_acc.begin(), c_acc.end(), Acc(0));
+    std::fill(c_acc, c_acc + c_size, Acc(0));
     for (int64_t k0 = 0; k0 < p.K; k0 += KC) {
       const int64_t kc = std::min(KC, p.K - k0);
       // One packed B slice serves every m-block of the task.
-      pack<NR>(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.col_stride, p.b.row_stride, nc, kc,
-               b_pack.data());
+      pack<NR>(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.col_stride, p.b.row_stride, nc, kc, b_pack);
       for (int64_t mb = 0; mb < mt; mb += MC) {
         const int64_t mc = std::min(MC, mt - mb);
-        pack<MR>(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc,
-                 a_pack.data());
+        pack<MR>(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc, a_pack);
         for (int64_t ip = 0; ip < mc; ip += MR)
           for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, mb + ip, jp, kc);
       }
     }
-    store_block(p, blk, c_acc.data(), ldc);
+    store_block(p, blk, c_acc, ldc);
   }
 };
 
