@@ -285,6 +285,25 @@ def test_cpu_threads_do_not_change_bits(monkeypatch, isa, shape, layout, many_th
     assert_close_rel(many, ref, dtype)
 
 
+@pytest.mark.parametrize("isa", CPU_ISAS)
+def test_cpu_scratch_reuse(monkeypatch, isa):
+    # The tasks' packing and accumulator buffers outlive the call (per-thread
+    # scratch, never cleared): after a large call has filled them, smaller
+    # and ragged calls, a K of 0 and a single thread must not read any of
+    # its data.
+    dtype = torch.bfloat16 if isa == "amx" else torch.float32
+    cpu_isa_or_skip(monkeypatch, isa, dtype)
+    threads = torch.get_num_threads()
+    try:
+        for M, N, K, nthreads in [(700, 600, 520, threads), (13, 33, 17, threads), (600, 700, 0, threads),
+                                  (73, 257, 257, 1), (700, 600, 520, 1), (5, 7, 3, threads), (40, 300, 0, 1)]:
+            torch.set_num_threads(nthreads)
+            for layout in ("NN", "TT"):
+                check(M, N, K, dtype, "cpu", layout, bias=True)
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("M, N, K", [(64, 96, 512), (96, 40, 300), (33, 64, 64)])
 def test_cpu_amx_column_major_views(monkeypatch, M, N, K):
     # A column-major A with a leading dimension past M (a transposed slice of
