@@ -1,5 +1,8 @@
 """Shared helpers: devices, float64 references, tolerances, layouts, poisoning."""
 import contextlib
+import os
+import shutil
+import subprocess
 
 import pytest
 import torch
@@ -18,6 +21,23 @@ REL_TOL = {torch.float32: 2e-5, torch.float64: 1e-13, torch.float16: 2e-3, torch
 TF32_TOL = 5e-3
 
 needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build_host_driver(tmp_path_factory, name, sources):
+    """Builds a host-only test driver from `sources` (paths under the repo)
+    with nvcc against csrc/ as an sm_90a build (TILED_WITH_SM90A), no device
+    code for a real GPU, so it runs in CI without one; skips where nvcc is
+    missing.  Returns the executable's path."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not on PATH")
+    exe = str(tmp_path_factory.mktemp(name) / name)
+    cmd = [nvcc, "-std=c++17", "-DTILED_WITH_SM90A", "-I", os.path.join(ROOT, "csrc"), "-x", "cu",
+           *(os.path.join(ROOT, s) for s in sources), "-o", exe, "-gencode=arch=compute_90a,code=compute_90a"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    return exe
 
 
 def pytest_configure(config):

@@ -8,31 +8,19 @@ sm90_choice.cpp) with nvcc, so it runs in CI without a GPU; skips where nvcc
 is missing.  test_hopper.py asserts kernel names through the mirror, so a
 mirror that drifts from choose() would make those GPU tests wrong."""
 import os
-import shutil
 import subprocess
 
 import pytest
 import torch
 
 import test_hopper
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NVCC = shutil.which("nvcc")
+from conftest import build_host_driver
 
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
-    if NVCC is None:
-        pytest.skip("nvcc not on PATH")
-    out = tmp_path_factory.mktemp("choice")
-    exe = str(out / "sm90_choice")
-    cmd = [NVCC, "-std=c++17", "-DTILED_WITH_SM90A", "-I", os.path.join(ROOT, "csrc"),
-           os.path.join(ROOT, "tests", "host", "sm90_choice.cpp"),
-           os.path.join(ROOT, "csrc", "cuda", "hopper", "hopper.cu"), "-o", exe,
-           # host code only: no device code is generated for a real GPU
-           "-gencode=arch=compute_90a,code=compute_90a"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
-    return exe
+    return build_host_driver(tmp_path_factory, "sm90_choice",
+                             ["tests/host/sm90_choice.cpp", "csrc/cuda/hopper/hopper.cu"])
 
 
 @pytest.mark.parametrize("streamk", [False, True], ids=["default", "streamk"])

@@ -4,26 +4,16 @@ kernels do and checks coverage, which pieces park a partial and which CTAs
 each owner waits for, over a range of tile counts, grids and K depths.  Built
 with nvcc (host code only), so it runs in CI without a GPU; skips where nvcc
 is missing."""
-import os
-import shutil
 import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NVCC = shutil.which("nvcc")
+from conftest import build_host_driver
 
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
-    if NVCC is None:
-        pytest.skip("nvcc not on PATH")
-    exe = str(tmp_path_factory.mktemp("streamk") / "sm90_streamk")
-    cmd = [NVCC, "-std=c++17", "-DTILED_WITH_SM90A", "-I", os.path.join(ROOT, "csrc"), "-x", "cu",
-           os.path.join(ROOT, "tests", "host", "sm90_streamk.cpp"), "-o", exe,
-           "-gencode=arch=compute_90a,code=compute_90a"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
-    return exe
+    return build_host_driver(tmp_path_factory, "sm90_streamk", ["tests/host/sm90_streamk.cpp"])
 
 
 def test_streamk_pieces(driver):
