@@ -239,7 +239,7 @@ def overhead_case(kind, device, n=64, calls=2000):
 def plan(device, quick):
     if device != "cuda":
         return [("gemm", s, d, "NN") for s in CPU_SHAPES for d in ("fp32", "bf16")] + \
-               [("gemm", (512, 512, 512), "fp32", lay) for lay in ("NT", "TN", "TT")] + \
+               [("gemm", (512, 512, 512), d, lay) for d in ("fp32", "bf16") for lay in ("NT", "TN", "TT")] + \
                [(k, (64, 64, 64), "fp32", "NN") for k in ("gemm_call", "linear_call", "linear_fwd_bwd_call")]
     shapes = QUICK_SHAPES if quick else GPU_SHAPES
     cases = [("gemm", s, d, "NN") for d in DTYPES for s in shapes]
