@@ -81,10 +81,13 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
-// c (ldc floats per row) = (first ? 0 : c) + the 32 x 32 product of an A
-// panel and a B panel over ksteps k steps.  A panel: [k step][32 rows][32 k];
-// B panel: [k step][2 column halves][16 k pairs][16 columns][2].
-void micro(const bf16* a, const bf16* b, int64_t ksteps, float* c, int64_t ldc, bool first) {
+// c (ldc floats per row) = (first ? 0 : c) + the 32 x 32 product of 32 rows
+// of A and a B panel over ksteps k steps.  A: row r, k step s, element kk at
+// a[r * lda + s * a_step + kk] (a packed panel, [k step][32 rows][32 k]: lda
+// 32, a_step 1024; a row-major A read in place: its row stride, 32); B panel:
+// [k step][2 column halves][16 k pairs][16 columns][2].
+void micro(const bf16* a, int64_t lda, int64_t a_step, const bf16* b, int64_t ksteps, float* c, int64_t ldc,
+           bool first) {
   const int64_t stride = ldc * 4;
   if (first) {
     _tile_zero(0);
@@ -97,9 +100,10 @@ void micro(const bf16* a, const bf16* b, int64_t ksteps, float* c, int64_t ldc, 
     _tile_loadd(2, c + 16 * ldc, stride);
     _tile_loadd(3, c + 16 * ldc + 16, stride);
   }
-  for (int64_t s = 0; s < ksteps; ++s, a += kPanel, b += kPanel) {
-    _tile_loadd(4, a, 64);
-    _tile_loadd(5, a + 16 * kKB, 64);
+  const int64_t a_bytes = lda * static_cast<int64_t>(sizeof(bf16));
+  for (int64_t s = 0; s < ksteps; ++s, a += a_step, b += kPanel) {
+    _tile_loadd(4, a, a_bytes);
+    _tile_loadd(5, a + 16 * lda, a_bytes);
     _tile_loadd(6, b, 64);
     _tile_loadd(7, b + 16 * kKB, 64);
     _tile_dpbf16ps(0, 4, 6);
@@ -267,11 +271,19 @@ struct Task {
       pack_b(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.row_stride, p.b.col_stride, nc, kc, b_pack);
       for (int64_t mb = 0; mb < mt; mb += kMC) {
         const int64_t mc = std::min(kMC, mt - mb);
-        pack_a(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc, a_pack);
-        for (int64_t ip = 0; ip < mc; ip += kR)
+        const bf16* const a_blk = A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride;
+        // A row-major A whose block is whole 32-row panels and 32-k steps
+        // is read in place by the tile loads (its rows at their own
+        // stride); anything else is packed (zero-padded, or transposed).
+        const bool in_place = p.a.col_stride == 1 && mc % kR == 0 && kc % kKB == 0;
+        if (!in_place) pack_a(a_blk, p.a.row_stride, p.a.col_stride, mc, kc, a_pack);
+        for (int64_t ip = 0; ip < mc; ip += kR) {
+          const bf16* const a = in_place ? a_blk + ip * p.a.row_stride : a_pack + (ip / kR) * steps * kPanel;
+          const int64_t lda = in_place ? p.a.row_stride : kKB, a_step = in_place ? kKB : kPanel;
           for (int64_t jp = 0; jp < nc; jp += kR)
-            micro(a_pack + (ip / kR) * steps * kPanel, b_pack + (jp / kR) * steps * kPanel, steps,
-                  c_acc + (mb + ip) * ldc + jp, ldc, k0 == 0);
+            micro(a, lda, a_step, b_pack + (jp / kR) * steps * kPanel, steps, c_acc + (mb + ip) * ldc + jp, ldc,
+                  k0 == 0);
+        }
       }
     }
     store_block(p, blk, c_acc, ldc);
