@@ -4,9 +4,11 @@
 //
 // Same task grid as the blocked kernel (gemm_cpu_blocks.h).  Per task and
 // 256-deep K slice, B's columns are packed once into 32-column panels in the
-// pair-interleaved ("VNNI") layout TDPBF16PS reads, and A, 64 rows at a time,
-// into 32-row panels; both bf16 as given, zero-padded to whole panels and to
-// a multiple of 32 in K.  The micro-kernel keeps a 32 x 32 block of fp32
+// pair-interleaved ("VNNI") layout TDPBF16PS reads.  A row-major A is read
+// in place, 64 rows at a time, where they make whole 32-row panels and whole
+// 32-k steps; otherwise (ragged, or column-major) those rows are packed into
+// 32-row panels.  Packed operands stay bf16 as given, zero-padded to whole
+// panels and to a multiple of 32 in K.  The micro-kernel keeps a 32 x 32 block of fp32
 // accumulators in four tiles, loads two A and two B tiles per 32 k and issues
 // four TDPBF16PS.  Each element of C is summed over K in the same order
 // whatever the blocks and threads, so the bits do not depend on the thread
