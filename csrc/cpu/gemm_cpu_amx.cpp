@@ -274,10 +274,13 @@ struct Task {
       for (int64_t mb = 0; mb < mt; mb += kMC) {
         const int64_t mc = std::min(kMC, mt - mb);
         const bf16* const a_blk = A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride;
-        // A row-major A whose block is whole 32-row panels and 32-k steps
-        // is read in place by the tile loads (its rows at their own
-        // stride); anything else is packed (zero-padded, or transposed).
-        const bool in_place = p.a.col_stride == 1 && mc % kR == 0 && kc % kKB == 0;
+        // A row-major A whose block is whole 32-row panels and 32-k steps,
+        // its rows 16-byte aligned, is read in place by the tile loads (its
+        // rows at their own stride); anything else is packed (zero-padded,
+        // or transposed).  Rows at an odd element offset (1023 x 1023: 2046
+        // bytes apart) read slower in place than packed.
+        const bool in_place = p.a.col_stride == 1 && mc % kR == 0 && kc % kKB == 0 && p.a.row_stride % 8 == 0 &&
+                              reinterpret_cast<uintptr_t>(A) % 16 == 0;
         if (!in_place) pack_a(a_blk, p.a.row_stride, p.a.col_stride, mc, kc, a_pack);
         for (int64_t ip = 0; ip < mc; ip += kR) {
           const bf16* const a = in_place ? a_blk + ip * p.a.row_stride : a_pack + (ip / kR) * steps * kPanel;
