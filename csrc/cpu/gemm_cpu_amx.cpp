@@ -119,50 +119,7 @@ void micro(const bf16* a, int64_t lda, int64_t a_step, const bf16* b, int64_t ks
   _tile_stored(3, c + 16 * ldc + 16, stride);
 }
 
-// Index vectors of the transpose below, for L lanes of 512 bits (32 of 16
-// bits or 16 of 32): for block size b = L/2, ..., 2, 1, the new upper row
-// takes the first b of each 2b elements from the upper row and the next b
-// from the lower one's first b; the new lower row the rest.
-template <int L>
-struct TransposeIdx {
-  using Index = std::conditional_t<L == 32, uint16_t, uint32_t>;
-  static constexpr int kStages = L == 32 ? 5 : 4;
-  alignas(64) Index up[kStages][L], low[kStages][L];
-  constexpr TransposeIdx() : up(), low() {
-    for (int s = 0, b = L / 2; s < kStages; ++s, b /= 2)
-      for (int q = 0; q < L; ++q) {
-        const bool first = (q / b) % 2 == 0;
-        up[s][q] = static_cast<Index>(first ? q : L + q - b);
-        low[s][q] = static_cast<Index>(first ? q + b : L + q);
-      }
-  }
-};
-template <int L>
-constexpr TransposeIdx<L> kTransposeIdx{};
-
-// v[i] holds row i of an L x L matrix (32 x 32 of 16-bit elements, or 16 x
-// 16 of 32-bit ones); afterwards v[i] holds column i (recursive block swap,
-// log2(L) rounds of L/2 two-source permutes).
-template <int L>
-inline void transpose(__m512i (&v)[L]) {
-  constexpr auto& idx = kTransposeIdx<L>;
-#pragma GCC unroll 5
-  for (int s = 0, b = L / 2; s < TransposeIdx<L>::kStages; ++s, b /= 2) {
-    const __m512i iu = _mm512_load_si512(idx.up[s]), il = _mm512_load_si512(idx.low[s]);
-#pragma GCC unroll 32
-    for (int i = 0; i < L; ++i)
-      if ((i / b) % 2 == 0) {
-        const __m512i x = v[i], y = v[i + b];
-        if constexpr (L == 32) {
-          v[i] = _mm512_permutex2var_epi16(x, iu, y);
-          v[i + b] = _mm512_permutex2var_epi16(x, il, y);
-        } else {
-          v[i] = _mm512_permutex2var_epi32(x, iu, y);
-          v[i + b] = _mm512_permutex2var_epi32(x, il, y);
-        }
-      }
-  }
-}
+#include "gemm_cpu_transpose.h"
 
 struct Task {
   const GemmProblem& p;

@@ -9,6 +9,7 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)

@@ -51,6 +51,14 @@ struct Micro {
       for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
   }
 };
+// Packs the R rows of a whole panel whose elements are contiguous along k
+// (a row-major A, a column-major B): dst[k * R + i] = src[i * i_stride + k]
+// for k < kc.  An instruction set's file may supply a faster one for its
+// types; false: not supplied, the caller packs element by element.
+template <typename T, typename Acc, int64_t R>
+struct PackRows {
+  static bool run(const T*, int64_t, int64_t, Acc*) { return false; }
+};
 #ifdef TILED_CPU_MICRO
 #include TILED_CPU_MICRO
 #endif
@@ -107,7 +115,10 @@ struct Task {
       const T* s = src + ip * i_stride;
       if (ip + R <= n) {
         // Whole panel: no bounds test, so the compiler vectorises the copy
-        // where i_stride is 1 (a row-major B, a column-major A).
+        // where i_stride is 1 (a row-major B, a column-major A); where k is
+        // the contiguous direction, the instruction set's transposing
+        // packer if it has one.
+        if (k_stride == 1 && PackRows<T, Acc, R>::run(s, i_stride, kc, dst)) continue;
         for (int64_t k = 0; k < kc; ++k)
           for (int64_t i = 0; i < R; ++i) dst[k * R + i] = load<T, Acc>(s, i * i_stride + k * k_stride);
       } else {

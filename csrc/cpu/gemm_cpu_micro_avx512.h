@@ -55,6 +55,31 @@ struct MicroAvx512 {
   }
 };
 
+#include "gemm_cpu_transpose.h"
+
+// fp32 panels of R rows (12 of A, 32 of B) from rows contiguous along k: 16
+// rows x 16 k at a time, transposed in registers (rows past R as zeros, not
+// stored); the k that do not fill 16 element by element.
+template <int64_t R>
+struct PackRows<float, float, R> {
+  static bool run(const float* src, int64_t i_stride, int64_t kc, float* dst) {
+    int64_t k0 = 0;
+    for (; k0 + 16 <= kc; k0 += 16)
+      for (int64_t i0 = 0; i0 < R; i0 += 16) {
+        const int64_t rows = R - i0 < 16 ? R - i0 : 16;
+        __m512i v[16];
+        for (int r = 0; r < 16; ++r)
+          v[r] = r < rows ? _mm512_castps_si512(_mm512_loadu_ps(src + (i0 + r) * i_stride + k0)) : _mm512_setzero_si512();
+        transpose<16>(v);
+        const __mmask16 keep = static_cast<__mmask16>(rows == 16 ? 0xFFFF : (1u << rows) - 1);
+        for (int kk = 0; kk < 16; ++kk) _mm512_mask_storeu_ps(dst + (k0 + kk) * R + i0, keep, _mm512_castsi512_ps(v[kk]));
+      }
+    for (; k0 < kc; ++k0)
+      for (int64_t i = 0; i < R; ++i) dst[k0 * R + i] = src[i * i_stride + k0];
+    return true;
+  }
+};
+
 template <>
 struct Micro<float> : MicroAvx512<float> {};
 template <>
