@@ -68,7 +68,8 @@ namespace {
 constexpr int64_t kR = 32;          // rows (A) and columns (B) of a panel
 constexpr int64_t kKB = 32;         // K per tile step
 constexpr int64_t kKC = 256;        // K per slice
-constexpr int64_t kNC = 256;        // most columns per task
+constexpr int64_t kNC = 1024;       // most columns per task
+constexpr int64_t kNCWide = 256;    // fewer columns before fewer rows, down to this
 constexpr int64_t kMC = 64;         // rows of A packed at a time
 constexpr int64_t kMT = 8 * kMC;    // most rows per task
 constexpr int64_t kPanel = kR * kKB;  // elements of one 32-row (or column) panel per k step
@@ -255,7 +256,11 @@ struct Task {
 }  // namespace
 
 void gemm_bf16(const GemmProblem& p) {
-  run_tasks<Task>(p, task_grid(p, kMT, kMC, kNC, kR));
+  // Wide tasks: each reads (or, column-major, transposes) its rows of A
+  // for up to 1024 columns, not 256; a problem with too few such tasks
+  // narrows them to 256 columns before it shortens them (short tasks pack
+  // B more often).
+  run_tasks<Task>(p, task_grid(p, kMT, kMC, kNC, kR, kNCWide));
 }
 
 }  // namespace amx

@@ -28,22 +28,29 @@ T* thread_scratch(int64_t n) {
 
 // Tasks of up to `rows` x `cols` of C, one batch each.  Starting from
 // max_rows x max_cols: while there would be fewer than two tasks per thread,
-// fewer rows (down to min_rows), then fewer columns (halving while a whole
-// number of col_unit panels remains), so small and narrow problems still
-// reach every thread.  A thread takes at least ~1M multiply-adds (tens of
+// fewer columns down to wide_cols first (0: none), then fewer rows (down to
+// min_rows), then fewer columns (halving while a whole number of col_unit
+// panels remains), so small and narrow problems still reach every thread.
+// The blocks are then evened out: as many as before, each as near the same
+// size as whole min_rows / col_unit steps allow (768 rows in blocks of up to
+// 512 are two of 384, not 512 and 256, whose tasks would leave one thread
+// half idle).  A thread takes at least ~1M multiply-adds (tens of
 // microseconds, against a few to wake it), so tiny problems stay on one.
 struct TaskGrid {
   int64_t rows, cols, mblocks, nblocks, tasks, grain;
 };
 inline TaskGrid task_grid(const GemmProblem& p, int64_t max_rows, int64_t min_rows, int64_t max_cols,
-                          int64_t col_unit) {
+                          int64_t col_unit, int64_t wide_cols = 0) {
   TaskGrid g{max_rows, max_cols, 0, 0, 0, 1};
   const int64_t want = 2 * at::get_num_threads();
   auto count = [&] { return p.batch * ((p.M + g.rows - 1) / g.rows) * ((p.N + g.cols - 1) / g.cols); };
+  while (g.cols / 2 >= wide_cols && wide_cols > 0 && count() < want) g.cols /= 2;
   while (g.rows > min_rows && count() < want) g.rows /= 2;
   while (g.cols % (2 * col_unit) == 0 && count() < want) g.cols /= 2;
   g.mblocks = (p.M + g.rows - 1) / g.rows;
   g.nblocks = (p.N + g.cols - 1) / g.cols;
+  g.rows = std::min(g.rows, round_up(ceil_div(p.M, g.mblocks), min_rows));
+  g.cols = std::min(g.cols, round_up(ceil_div(p.N, g.nblocks), col_unit));
   g.tasks = p.batch * g.mblocks * g.nblocks;
   g.grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, g.rows * g.cols * p.K));
   return g;
