@@ -75,6 +75,7 @@ constexpr int64_t kMT = 8 * kMC;    // most rows per task
 constexpr int64_t kPanel = kR * kKB;  // elements of one 32-row (or column) panel per k step
 
 using bf16 = c10::BFloat16;
+constexpr int64_t kBytes = sizeof(bf16);  // per element
 
 // Tiles 0-3: C (16 rows x 16 fp32), 4-5: A (16 rows x 32 bf16), 6-7: B (16
 // k pairs x 16 columns x 2 bf16); every row 64 bytes.
@@ -103,7 +104,7 @@ void micro(const bf16* a, int64_t lda, int64_t a_step, const bf16* b, int64_t ks
     _tile_loadd(2, c + 16 * ldc, stride);
     _tile_loadd(3, c + 16 * ldc + 16, stride);
   }
-  const int64_t a_bytes = lda * static_cast<int64_t>(sizeof(bf16));
+  const int64_t a_bytes = lda * kBytes;
   for (int64_t s = 0; s < ksteps; ++s, a += a_step, b += kPanel) {
     _tile_loadd(4, a, a_bytes);
     _tile_loadd(5, a + 16 * lda, a_bytes);
@@ -122,25 +123,16 @@ void micro(const bf16* a, int64_t lda, int64_t a_step, const bf16* b, int64_t ks
 
 #include "gemm_cpu_transpose.h"
 
-struct Task {
+struct Task : TaskBuffers<bf16, float> {
   const GemmProblem& p;
   const int64_t mt_rows, nt_cols;
-  const int64_t ldc;     // c_acc's row stride: the task's columns, whole panels
-  const int64_t c_size;  // c_acc's elements: [round_up(rows, 32)][ldc]
-  // In the thread's scratch (gemm_cpu_blocks.h).
-  bf16* const a_pack;
-  bf16* const b_pack;
-  float* const c_acc;
 
   Task(const GemmProblem& prob, int64_t rows, int64_t cols)
-      : p(prob),
+      : TaskBuffers(prob, rows, cols, kR, kR, round_up(std::min(kMC, prob.M), kR) * round_up(std::min(kKC, prob.K), kKB),
+                    round_up(std::min(cols, prob.N), kR) * round_up(std::min(kKC, prob.K), kKB)),
+        p(prob),
         mt_rows(rows),
-        nt_cols(cols),
-        ldc(round_up(std::min(cols, prob.N), kR)),
-        c_size(round_up(std::min(rows, prob.M), kR) * ldc),
-        a_pack(thread_scratch<bf16, 0>(round_up(std::min(kMC, prob.M), kR) * round_up(std::min(kKC, prob.K), kKB))),
-        b_pack(thread_scratch<bf16, 1>(round_up(std::min(cols, prob.N), kR) * round_up(std::min(kKC, prob.K), kKB))),
-        c_acc(thread_scratch<float, 2>(c_size)) {
+        nt_cols(cols) {
     static const TileConfig config;
     _tile_loadconfig(&config);
   }
@@ -155,13 +147,9 @@ struct Task {
       // Column-major A in whole 32 x 32 blocks: 32 columns (64 bytes each)
       // in, transposed in registers, 32 panel rows out.
       for (int64_t ip = 0; ip < n; ip += kR)
-        for (int64_t s = 0; s < steps; ++s) {
-          __m512i v[32];
-          for (int kk = 0; kk < 32; ++kk) v[kk] = _mm512_loadu_si512(src + (s * kKB + kk) * cs + ip);
-          transpose<32>(v);
-          bf16* d = dst + ((ip / kR) * steps + s) * kPanel;
-          for (int r = 0; r < 32; ++r) _mm512_storeu_si512(d + r * kKB, v[r]);
-        }
+        for (int64_t s = 0; s < steps; ++s)
+          transpose_rows<32>(src + s * kKB * cs + ip, cs * kBytes, 32, dst + ((ip / kR) * steps + s) * kPanel,
+                             kKB * kBytes);
       return;
     }
     for (int64_t i = 0; i < round_up(n, kR); ++i) {
@@ -170,7 +158,7 @@ struct Task {
       for (int64_t s = 0; s < steps; ++s, d += kPanel) {
         const int64_t kn = i < n ? std::min(kKB, kc - s * kKB) : 0;
         if (cs == 1 && kn == kKB) {
-          std::memcpy(static_cast<void*>(d), srow + s * kKB, kKB * sizeof(bf16));
+          std::memcpy(static_cast<void*>(d), srow + s * kKB, kKB * kBytes);
         } else {
           for (int64_t kk = 0; kk < kKB; ++kk) d[kk] = kk < kn ? srow[(s * kKB + kk) * cs] : bf16(0.f);
         }
@@ -191,10 +179,7 @@ struct Task {
       for (int64_t j = 0; j < round_up(n, kR); j += 16) {
         bf16* const dblk = dst + ((j / kR) * steps + s) * kPanel + (j % kR) / 16 * 16 * 32;
         if (rs == 1 && cs != 1 && j + 16 <= n && (s + 1) * kKB <= kc) {
-          __m512i v[16];
-          for (int c = 0; c < 16; ++c) v[c] = _mm512_loadu_si512(src + (j + c) * cs + s * kKB);
-          transpose<16>(v);
-          for (int pair = 0; pair < 16; ++pair) _mm512_storeu_si512(dblk + pair * 32, v[pair]);
+          transpose_rows<16>(src + j * cs + s * kKB, cs * kBytes, 16, dblk, 32 * kBytes);
           continue;
         }
         for (int64_t pair = 0; pair < kKB / 2; ++pair) {

@@ -26,6 +26,24 @@ T* thread_scratch(int64_t n) {
   return buf.data();
 }
 
+// A task's buffers, in the thread's scratch: packed A (a_elems of P),
+// packed B (b_elems of P) and the fp32 (or fp64) accumulator block of its
+// rows x cols of C in whole row_unit x col_unit panels, ldc per row.
+template <class P, class Acc>
+struct TaskBuffers {
+  const int64_t ldc, c_size;
+  P* const a_pack;
+  P* const b_pack;
+  Acc* const c_acc;
+  TaskBuffers(const GemmProblem& p, int64_t rows, int64_t cols, int64_t row_unit, int64_t col_unit,
+              int64_t a_elems, int64_t b_elems)
+      : ldc(round_up(std::min(cols, p.N), col_unit)),
+        c_size(round_up(std::min(rows, p.M), row_unit) * ldc),
+        a_pack(thread_scratch<P, 0>(a_elems)),
+        b_pack(thread_scratch<P, 1>(b_elems)),
+        c_acc(thread_scratch<Acc, 2>(c_size)) {}
+};
+
 // Tasks of up to `rows` x `cols` of C, one batch each.  Starting from
 // max_rows x max_cols: while there would be fewer than two tasks per thread,
 // fewer columns down to wide_cols first (0: none), then fewer rows (down to

@@ -76,7 +76,7 @@ inline double load<double, double>(const double* base, int64_t off) {
 }
 
 template <typename T, typename Acc>
-struct Task {
+struct Task : TaskBuffers<Acc, Acc> {
   static constexpr int64_t MR = Micro<Acc>::MR, NR = Micro<Acc>::NR;
   static_assert(NC % NR == 0, "whole panels per block");
   static constexpr int64_t MC = MR * ((64 + MR - 1) / MR);  // rows of A packed at a time
@@ -84,24 +84,17 @@ struct Task {
   const GemmProblem& p;
   const int64_t mt_rows;  // rows per task: MT, or fewer so that every thread gets work
   const int64_t nt_cols;  // columns per task: NC, or fewer (a multiple of NR) for the same reason
-  const int64_t ldc;      // c_acc's row stride: the task's columns, whole panels
-  const int64_t c_size;   // c_acc's elements
-  // Buffers sized for this problem's blocks, not the largest block, in the
-  // thread's scratch (gemm_cpu_blocks.h): small GEMMs (decode-style M) touch
-  // little memory, and repeated calls reuse the same.
-  Acc* const a_pack;
-  Acc* const b_pack;
-  Acc* const c_acc;
+  using Buffers = TaskBuffers<Acc, Acc>;
+  using Buffers::a_pack, Buffers::b_pack, Buffers::c_acc, Buffers::ldc, Buffers::c_size;
 
+  // Buffers sized for this problem's blocks, not the largest block: small
+  // GEMMs (decode-style M) touch little memory.
   Task(const GemmProblem& prob, int64_t rows, int64_t cols)
-      : p(prob),
+      : Buffers(prob, rows, cols, MR, NR, round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K),
+                round_up(std::min(cols, prob.N), NR) * std::min(KC, prob.K)),
+        p(prob),
         mt_rows(rows),
-        nt_cols(cols),
-        ldc(round_up(std::min(cols, prob.N), NR)),
-        c_size(round_up(std::min(rows, prob.M), MR) * ldc),
-        a_pack(thread_scratch<Acc, 0>(round_up(std::min(MC, prob.M), MR) * std::min(KC, prob.K))),
-        b_pack(thread_scratch<Acc, 1>(round_up(std::min(cols, prob.N), NR) * std::min(KC, prob.K))),
-        c_acc(thread_scratch<Acc, 2>(c_size)) {}
+        nt_cols(cols) {}
 
 
   // Packs `n` vectors of length kc into panels of R, k-major inside a panel,

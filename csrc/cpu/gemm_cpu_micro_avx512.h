@@ -66,13 +66,10 @@ struct PackRows<float, float, R> {
     int64_t k0 = 0;
     for (; k0 + 16 <= kc; k0 += 16)
       for (int64_t i0 = 0; i0 < R; i0 += 16) {
-        const int64_t rows = R - i0 < 16 ? R - i0 : 16;
-        __m512i v[16];
-        for (int r = 0; r < 16; ++r)
-          v[r] = r < rows ? _mm512_castps_si512(_mm512_loadu_ps(src + (i0 + r) * i_stride + k0)) : _mm512_setzero_si512();
-        transpose<16>(v);
-        const __mmask16 keep = static_cast<__mmask16>(rows == 16 ? 0xFFFF : (1u << rows) - 1);
-        for (int kk = 0; kk < 16; ++kk) _mm512_mask_storeu_ps(dst + (k0 + kk) * R + i0, keep, _mm512_castsi512_ps(v[kk]));
+        const int rows = static_cast<int>(R - i0 < 16 ? R - i0 : 16);
+        constexpr int64_t kBytes = sizeof(float);
+        transpose_rows<16>(src + i0 * i_stride + k0, i_stride * kBytes, rows, dst + k0 * R + i0, R * kBytes,
+                           static_cast<__mmask16>(rows == 16 ? 0xFFFF : (1u << rows) - 1));
       }
     for (; k0 < kc; ++k0)
       for (int64_t i = 0; i < R; ++i) dst[k0 * R + i] = src[i * i_stride + k0];

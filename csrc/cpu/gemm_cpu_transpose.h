@@ -49,3 +49,18 @@ inline void transpose(__m512i (&v)[L]) {
       }
   }
 }
+
+// Transposes a block into panel rows: loads `rows` rows of 64 bytes (src,
+// src_bytes apart; rows past `rows` read as zeros), transposes them as an
+// L x L matrix and stores row i of the result at dst + i * dst_bytes, only
+// the 32-bit lanes set in `keep`.
+template <int L>
+inline void transpose_rows(const void* src, int64_t src_bytes, int rows, void* dst, int64_t dst_bytes,
+                           __mmask16 keep = 0xFFFF) {
+  const char* in = static_cast<const char*>(src);
+  char* out = static_cast<char*>(dst);
+  __m512i v[L];
+  for (int r = 0; r < L; ++r) v[r] = r < rows ? _mm512_loadu_si512(in + r * src_bytes) : _mm512_setzero_si512();
+  transpose<L>(v);
+  for (int i = 0; i < L; ++i) _mm512_mask_storeu_epi32(out + i * dst_bytes, keep, v[i]);
+}
