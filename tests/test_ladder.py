@@ -29,8 +29,8 @@ CANDIDATES = [91, 92, 93]               # simt_fast tuning candidates: NN, align
 # 103 = 101 with the K-contiguous operand kept along k in shared memory (16-byte
 # copies when aligned), 104 = 101 on a 128x256 block, 105 = 103 on 104's block,
 # 106 = 104 with each k-tile's copies spread into the next k-tile's loop, 107 =
-# 106 with BK 8.
-ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105, 106, 107]
+# 106 with BK 8, 108 = 106 with the FFMAs column by column.
+ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105, 106, 107, 108]
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
@@ -243,9 +243,9 @@ def test_staged_transpose_batched():
         _check(_run(a2, b2, 98), a2, b2)
 
 
-@pytest.mark.parametrize("step", [100, 101, 102, 103, 104, 105, 106, 107])
+@pytest.mark.parametrize("step", [100, 101, 102, 103, 104, 105, 106, 107, 108])
 def test_lean_loop_batched_matches_step95(step):
-    """Steps 100-107 give every accumulator step 95's FFMAs in step 95's k
+    """Steps 100-108 give every accumulator step 95's FFMAs in step 95's k
     order (103-105 change the block tile, the thread tile for TT or the order
     across accumulators only): the same bits, also on batches and a broadcast
     operand whose interior blocks take the fast copy path (132 x 260 has full
@@ -266,7 +266,7 @@ def test_lean_loop_batched_matches_step95(step):
         assert torch.equal(out2, _run(a2, b2, 95)), "differs from step 95"
 
 
-@pytest.mark.parametrize("step", [103, 104, 105, 106, 107])
+@pytest.mark.parametrize("step", [103, 104, 105, 106, 107, 108])
 @pytest.mark.parametrize("shape", [(4, 4, 4), (33, 31, 97), (65, 129, 17), (130, 67, 41),
                                    (128, 256, 300), (257, 200, 63), (200, 257, 1000),
                                    (129, 260, 45)],
@@ -358,11 +358,12 @@ def test_simt_fast_main_op_batched(strict_fp32):
 
 def test_simt_spread_switch(strict_fp32, monkeypatch):
     # simt_fast's large problems run step 106 (TILED_SIMT_SPREAD unset or
-    # any other value), 104 with TILED_SIMT_SPREAD=0 and 107 with =2 (A/B
-    # switches): with bias, in every layout, the same bits as the step.
+    # any other value), 104 with TILED_SIMT_SPREAD=0, 107 with =2 and 108
+    # with =3 (A/B switches): with bias, in every layout, the same bits as
+    # the step.
     g = _gen(11)
     m, n, k = 2304, 1664, 200  # >= one 128x128 tile per SM: the large config
-    for setting, step in (("0", 104), ("2", 107), ("1", 106)):
+    for setting, step in (("0", 104), ("2", 107), ("3", 108), ("1", 106)):
         monkeypatch.setenv("TILED_SIMT_SPREAD", setting)
         for layout in LAYOUTS:
             a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)

@@ -116,13 +116,34 @@ __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C:
     *reinterpret_cast<float4*>(&bv[4 * g]) =
         *reinterpret_cast<const float4*>(Bs + k * C::kLdB + b_off + g * C::kBGroup);
 }
-template <class C>
+// COLS (step 108): column by column, the rows of each column in the
+// opposite order of the previous one's, so one column's last FFMA and the
+// next one's first share a[i].  An FFMA whose three source registers all
+// come from the register file issues in two cycles (benchmarks/micro/
+// ffma_operands.cu: one such FFMA in T costs 1/T more); the `.reuse`
+// operand caches spare the reads of a register the previous FFMAs of the
+// same slot named.  Row by row, every row (and, in ptxas's schedule, every
+// piece of a row it splits off) starts with a new a[i] and a new b[j]: 13.8%
+// of step 106's FFMAs read three registers (NN, static count over its
+// k-loop); column by column with the turns 8.8%.  Same FFMAs per
+// accumulator in the same k order: the same bits.
+template <class C, bool COLS = false>
 __device__ __forceinline__ void lean_outer(float (&acc)[C::TM][C::TN], const float (&a)[C::TM],
                                            const float (&bv)[C::TN]) {
+  if constexpr (COLS) {
 #pragma unroll
-  for (int i = 0; i < C::TM; ++i)
+    for (int j = 0; j < C::TN; ++j)
 #pragma unroll
-    for (int j = 0; j < C::TN; ++j) acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
+      for (int r = 0; r < C::TM; ++r) {
+        const int i = (j & 1) ? C::TM - 1 - r : r;
+        acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
+      }
+  } else {
+#pragma unroll
+    for (int i = 0; i < C::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < C::TN; ++j) acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
+  }
 }
 
 // Step 106 (SPREAD, with PREFETCH): the copies of tile kt + S no longer
@@ -133,7 +154,8 @@ __device__ __forceinline__ void lean_outer(float (&acc)[C::TM][C::TN], const flo
 // which ptxas hands to the accumulators next (a write-after-read hazard on
 // the long scoreboard): 3.6% of all warp samples on that one instruction.
 // The copy still has ~1.9 k-tiles to land before its barrier.
-template <class C, class Order, bool AXC, bool BXC, bool VEC, bool PREFETCH, bool SPREAD = false>
+template <class C, class Order, bool AXC, bool BXC, bool VEC, bool PREFETCH, bool SPREAD = false,
+          bool COLS = false>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     lean_kernel(Params<float> p, int64_t tiles_m, int64_t tiles_n, int panel) {
   constexpr int S = C::kStages;
@@ -277,7 +299,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
             const float* An = smem + nxt * C::kStageFloats;
             lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
           }
-          lean_outer<C>(acc, a[k & 1], bv[k & 1]);
+          lean_outer<C, COLS>(acc, a[k & 1], bv[k & 1]);
         }
         prev = cur;
         cur = nxt;
@@ -299,7 +321,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
 // Launches lean_kernel for an f32 problem (every layout; 16-byte copies for
 // X-contiguous operands when aligned, as step 95).
-template <class C, class Order, bool PREFETCH, bool SPREAD = false>
+template <class C, class Order, bool PREFETCH, bool SPREAD = false, bool COLS = false>
 const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
                         const char* f32_only_error) {
   return launch_tiled_f32<C, Order>(
@@ -308,7 +330,7 @@ const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream
        "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
       [](auto a, auto b, auto v) {
         return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, PREFETCH,
-                           SPREAD>;
+                           SPREAD, COLS>;
       });
 }
 

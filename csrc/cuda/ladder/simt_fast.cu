@@ -139,9 +139,11 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
   // give it (the launcher says so before launching) takes step 101's.
   // TILED_SIMT_SPREAD=0: step 104 instead (the copies in one burst after
-  // each barrier), =2: step 107 (106 with BK 8), for A/B runs.
+  // each barrier), =2: step 107 (106 with BK 8), =3: step 108 (106 with the
+  // FFMAs column by column), for A/B runs.
   const auto large = setting_is("TILED_SIMT_SPREAD", "0")   ? &ladder::run_simt_lean_wide
                      : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
+                     : setting_is("TILED_SIMT_SPREAD", "3") ? &ladder::run_simt_lean_wide_cols
                                                             : ladder::kSimtLargeConfig;
   if (large(p, dev, stream) == nullptr) return nullptr;
   return ladder::run_simt_lean_prefetch(p, dev, stream);

@@ -4,6 +4,7 @@
 //  105  103's along-k operand on 104's block
 //  106  104 with the copies spread into the next k-tile's loop
 //  107  106 with BK 8 and 4 stages (half the unrolled loop: instruction fetch)
+//  108  106 with the FFMAs column by column (fewer three-register reads)
 // Own translation unit so its kernels compile in parallel with
 // simt_tuning{,2}.cu.  See docs/ladder.md (Round 4) for what each should change.
 #include "12_kc_fragments.cuh"
@@ -48,6 +49,12 @@ const char* run_simt_lean_wide_k8(const GemmProblem& p, const DeviceInfo& dev, c
 const char* run_simt_lean_wide_spread(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
   return launch_lean<Lean128x256Cfg, HilbertOrder, true, true>(p, dev, s,
                                                                "ladder step 106 supports float32 only");
+}
+// Step 108: 106 with the FFMAs of each k column by column (lean_outer's
+// COLS): fewer FFMAs that read three registers.
+const char* run_simt_lean_wide_cols(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  return launch_lean<Lean128x256Cfg, HilbertOrder, true, true, true>(p, dev, s,
+                                                                     "ladder step 108 supports float32 only");
 }
 const char* run_simt_kc_wide(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
   return launch_kc<Lean128x256Cfg, Lean128x256TallCfg, HilbertOrder>(
