@@ -357,13 +357,13 @@ def test_simt_fast_main_op_batched(strict_fp32):
 
 
 def test_simt_spread_switch(strict_fp32, monkeypatch):
-    # simt_fast's large problems run step 106 (TILED_SIMT_SPREAD unset or
-    # any other value), 104 with TILED_SIMT_SPREAD=0, 107 with =2 and 108
-    # with =3 (A/B switches): with bias, in every layout, the same bits as
+    # simt_fast's large problems run step 108 (TILED_SIMT_SPREAD unset or
+    # any other value), 104 with TILED_SIMT_SPREAD=0, 106 with =1 and 107
+    # with =2 (A/B switches): with bias, in every layout, the same bits as
     # the step.
     g = _gen(11)
     m, n, k = 2304, 1664, 200  # >= one 128x128 tile per SM: the large config
-    for setting, step in (("0", 104), ("2", 107), ("3", 108), ("1", 106)):
+    for setting, step in (("0", 104), ("1", 106), ("2", 107), ("3", 108)):
         monkeypatch.setenv("TILED_SIMT_SPREAD", setting)
         for layout in LAYOUTS:
             a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)

@@ -21,7 +21,7 @@
 // Size dispatch (simt_pick below): problems with fewer 128 x 128 tiles than
 // SMs (1024^3: 64; 128 x 4096 x 4096: 32) run sliced-K blocks on 64 x 64 or,
 // when M or N <= 32, 32 x 32 tiles (09_sliced_k.cuh, simt_small.cu; ladder
-// steps 96 / 97).  Large problems run kSimtLargeConfig (ladder step 106,
+// steps 96 / 97).  Large problems run kSimtLargeConfig (ladder step 108,
 // below; this file's first 128 x 128 config is step 90, later candidates are
 // in simt_tuning*.cu).
 #include "08_hilbert.cuh"
@@ -105,9 +105,14 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // NT / TN / TT 0.910 / 0.908 / 0.914 / 0.942 -> 0.938 / 0.933 / 0.938 /
 // 0.966, 2048^3 0.909 -> 0.934, 8192^3 0.924 -> 0.952, 4096x14336x4096
 // 0.916 -> 0.944, 4096x4096x14336 0.917 -> 0.941; step 107 (106 with BK 8)
-// lost 4-5% to 104.
+// lost 4-5% to 104.  Step 108 (106 with each k's FFMAs column by column,
+// so fewer of them read three registers) measured +0.7-4% over 106 at every
+// shape and layout (H100, paired with cuBLAS, 78ea4fa): 4096^3 NN / NT / TN /
+// TT 0.937 / 0.934 / 0.937 / 0.965 -> 0.950 / 0.945 / 0.974 / 1.002, 8192^3
+// 0.949 -> 0.972, 2048^3 0.933 -> 0.940, 4096x14336x4096 0.944 -> 0.966,
+// 4096x4096x14336 0.941 -> 0.961.
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
-                                          cudaStream_t) = &run_simt_lean_wide_spread;
+                                          cudaStream_t) = &run_simt_lean_wide_cols;
 
 enum class SimtPick { large, mid, small };
 SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
@@ -138,12 +143,12 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   }
   // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
   // give it (the launcher says so before launching) takes step 101's.
-  // TILED_SIMT_SPREAD=0: step 104 instead (the copies in one burst after
-  // each barrier), =2: step 107 (106 with BK 8), =3: step 108 (106 with the
-  // FFMAs column by column), for A/B runs.
+  // For A/B runs, TILED_SIMT_SPREAD=0: step 104 instead (the copies in one
+  // burst after each barrier), =1: step 106 (the FFMAs row by row), =2: step
+  // 107 (106 with BK 8); unset or anything else: kSimtLargeConfig (108).
   const auto large = setting_is("TILED_SIMT_SPREAD", "0")   ? &ladder::run_simt_lean_wide
+                     : setting_is("TILED_SIMT_SPREAD", "1") ? &ladder::run_simt_lean_wide_spread
                      : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
-                     : setting_is("TILED_SIMT_SPREAD", "3") ? &ladder::run_simt_lean_wide_cols
                                                             : ladder::kSimtLargeConfig;
   if (large(p, dev, stream) == nullptr) return nullptr;
   return ladder::run_simt_lean_prefetch(p, dev, stream);
