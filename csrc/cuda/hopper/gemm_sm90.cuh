@@ -291,7 +291,7 @@ __device__ __forceinline__ void release_stage(uint32_t empty) {
 }
 #endif
 
-template <class Cfg, bool kUniformWg = false>
+template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b,
                      const __grid_constant__ CUtensorMap tmap_c, const KernelArgs args) {
@@ -308,11 +308,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint32_t epi_smem = ring + kStages * Cfg::kStageBytes + 1024;
   T* const epi_scratch = reinterpret_cast<T*>(smem_raw + (epi_smem - smem_addr(smem_raw)));
 
-  // kUniformWg: warp-uniform as far as the compiler can tell (a broadcast
-  // from lane 0), so what is computed from it (the consumer's slab of each
-  // stage, hence the wgmma descriptors) can live in uniform registers.
-  const int warpgroup = kUniformWg ? __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0)
-                                   : static_cast<int>(threadIdx.x / 128);
+  // Warp-uniform as far as the compiler can tell (a broadcast from lane 0),
+  // so what is computed from it (the consumer's slab of each stage, hence the
+  // wgmma descriptors) lives in uniform registers: the k-block loop of the
+  // 128x256c2 NN kernel has no R2UR and 80 instructions instead of 97
+  // (docs/hopper.md, round 12).
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   const int wg_thread = threadIdx.x % 128;
 
   if (threadIdx.x == 0) {
@@ -1060,14 +1061,11 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   if (const char* e = encode_operand_map(&map_a, sa)) return e;
   if (const char* e = encode_operand_map(&map_b, sb)) return e;
 
-  // The kernel with a warp-uniform warpgroup index (wgmma descriptors in
-  // uniform registers); TILED_SM90_UNIFORM_WG=0: the former one (A/B).
-  const bool uniform_wg = !setting_is("TILED_SM90_UNIFORM_WG", "0");
-  auto kernel = uniform_wg ? sm90_gemm_kernel<Cfg, true> : sm90_gemm_kernel<Cfg, false>;
+  auto kernel = sm90_gemm_kernel<Cfg>;
   // The dynamic shared-memory opt-in is per device; remember which devices
   // this instantiation was raised on (devices 0..63; others set it every call).
-  static std::atomic<uint64_t> raised{0}, raised_uniform{0};
-  if (!raise_smem_limit(kernel, Cfg::kSmemBytes, uniform_wg ? raised_uniform : raised))
+  static std::atomic<uint64_t> raised{0};
+  if (!raise_smem_limit(kernel, Cfg::kSmemBytes, raised))
     return "sm90: cannot raise the kernel's dynamic shared-memory limit";
 
   KernelArgs args{};
