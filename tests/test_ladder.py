@@ -356,6 +356,30 @@ def test_simt_fast_main_op_batched(strict_fp32):
     assert torch.equal(out, torch.ops.tiled.gemm(a, b, bias))
 
 
+@pytest.mark.parametrize("step", [96, 97])
+def test_sliced_k_orders_same_bits(step, monkeypatch):
+    """Steps 96/97 issue each k's FFMAs column by column; TILED_SIMT_SLICED_ROWS=1
+    runs the former row-by-row kernels.  Same FFMAs per accumulator in the
+    same k order: the same bits, in every layout, on ragged shapes and batches."""
+    g = _gen(700 + step)
+    for m, n, k in [(33, 31, 97), (64, 64, 64), (130, 67, 1000), (200, 257, 45)]:
+        for layout in LAYOUTS:
+            a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)
+            b = _mat(k, n, torch.float32, layout[1] == "T", gen=g)
+            out = _run(a, b, step)
+            _check(out, a, b)
+            monkeypatch.setenv("TILED_SIMT_SLICED_ROWS", "1")
+            rows = _run(a, b, step)
+            monkeypatch.delenv("TILED_SIMT_SLICED_ROWS")
+            assert torch.equal(out, rows), (m, n, k, layout)
+    a = torch.randn(3, 100, 300, device="cuda", generator=g)
+    b = torch.randn(300, 90, device="cuda", generator=g).unsqueeze(0).expand(3, 300, 90)
+    out = _run(a, b, step)
+    _check(out, a, b)
+    monkeypatch.setenv("TILED_SIMT_SLICED_ROWS", "1")
+    assert torch.equal(out, _run(a, b, step))
+
+
 def test_simt_spread_switch(strict_fp32, monkeypatch):
     # simt_fast's large problems run step 108 (TILED_SIMT_SPREAD unset or
     # any other value), 104 with TILED_SIMT_SPREAD=0, 106 with =1 and 107

@@ -58,8 +58,40 @@ template <class C> struct WarpTilePos {
   __device__ __forceinline__ int b_off() const { return wn * C::WN + tc * 4; }
 };
 
+// One k of the thread tile: acc += a (x) bv, row by row, or with COLS
+// column by column, the rows of each column in the opposite order of the
+// previous one's, so one column's last FFMA and the next one's first share
+// a[i].  An FFMA whose three source registers all come from the register
+// file issues in two cycles (benchmarks/micro/ffma_operands.cu: one such
+// FFMA in T costs 1/T more); the `.reuse` operand caches spare the reads of
+// a register the previous FFMAs of the same slot named.  Row by row, every
+// row (and, in ptxas's schedule, every piece of a row it splits off) starts
+// with a new a[i] and a new b[j]: 13.8% of step 106's FFMAs read three
+// registers (NN, static count over its k-loop), 17-19% of the sliced-K 64x64
+// kernel's; column by column with the turns 8.8% and 6-9% (docs/ladder.md,
+// round 6).  Either order gives each accumulator the same FFMAs in the same
+// k order: the same bits.
+template <class C, bool COLS = false>
+__device__ __forceinline__ void warp_outer(float (&acc)[C::TM][C::TN], const float (&a)[C::TM],
+                                           const float (&bv)[C::TN]) {
+  if constexpr (COLS) {
+#pragma unroll
+    for (int j = 0; j < C::TN; ++j)
+#pragma unroll
+      for (int r = 0; r < C::TM; ++r) {
+        const int i = (j & 1) ? C::TM - 1 - r : r;
+        acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
+      }
+  } else {
+#pragma unroll
+    for (int i = 0; i < C::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < C::TN; ++j) acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
+  }
+}
+
 // One BK slice of the warp tile: acc += A_slice^T-fragments x B_slice-fragments.
-template <class C>
+template <class C, bool COLS = false>
 __device__ __forceinline__ void warp_tile_fma(const float* As, const float* Bs,
                                               float (&acc)[C::TM][C::TN], int a_off, int b_off) {
 #pragma unroll
@@ -73,10 +105,7 @@ __device__ __forceinline__ void warp_tile_fma(const float* As, const float* Bs,
     for (int g = 0; g < C::TN / 4; ++g)
       *reinterpret_cast<float4*>(&bv[4 * g]) =
           *reinterpret_cast<const float4*>(Bs + k * C::kLdB + b_off + g * C::kBGroup);
-#pragma unroll
-    for (int i = 0; i < C::TM; ++i)
-#pragma unroll
-      for (int j = 0; j < C::TN; ++j) acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
+    warp_outer<C, COLS>(acc, a, bv);
   }
 }
 

@@ -116,36 +116,6 @@ __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C:
     *reinterpret_cast<float4*>(&bv[4 * g]) =
         *reinterpret_cast<const float4*>(Bs + k * C::kLdB + b_off + g * C::kBGroup);
 }
-// COLS (step 108): column by column, the rows of each column in the
-// opposite order of the previous one's, so one column's last FFMA and the
-// next one's first share a[i].  An FFMA whose three source registers all
-// come from the register file issues in two cycles (benchmarks/micro/
-// ffma_operands.cu: one such FFMA in T costs 1/T more); the `.reuse`
-// operand caches spare the reads of a register the previous FFMAs of the
-// same slot named.  Row by row, every row (and, in ptxas's schedule, every
-// piece of a row it splits off) starts with a new a[i] and a new b[j]: 13.8%
-// of step 106's FFMAs read three registers (NN, static count over its
-// k-loop); column by column with the turns 8.8%.  Same FFMAs per
-// accumulator in the same k order: the same bits.
-template <class C, bool COLS = false>
-__device__ __forceinline__ void lean_outer(float (&acc)[C::TM][C::TN], const float (&a)[C::TM],
-                                           const float (&bv)[C::TN]) {
-  if constexpr (COLS) {
-#pragma unroll
-    for (int j = 0; j < C::TN; ++j)
-#pragma unroll
-      for (int r = 0; r < C::TM; ++r) {
-        const int i = (j & 1) ? C::TM - 1 - r : r;
-        acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
-      }
-  } else {
-#pragma unroll
-    for (int i = 0; i < C::TM; ++i)
-#pragma unroll
-      for (int j = 0; j < C::TN; ++j) acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
-  }
-}
-
 // Step 106 (SPREAD, with PREFETCH): the copies of tile kt + S no longer
 // follow tile kt's barrier in one burst; they go into tile kt + 1's k-loop,
 // A's at k = 1 and B's at k = 5 (committed there), between the FFMAs.  In
@@ -239,7 +209,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         for (int k = 0; k < C::BK; ++k) {
           float a[C::TM], bv[C::TN];
           lean_load_frag<C>(a, bv, As, Bs, k, pos.a_off(), pos.b_off());
-          lean_outer<C>(acc, a, bv);
+          warp_outer<C>(acc, a, bv);
         }
         read_stage = read_stage == S - 1 ? 0 : read_stage + 1;
         write_stage = write_stage == S - 1 ? 0 : write_stage + 1;
@@ -299,7 +269,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
             const float* An = smem + nxt * C::kStageFloats;
             lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
           }
-          lean_outer<C, COLS>(acc, a[k & 1], bv[k & 1]);
+          warp_outer<C, COLS>(acc, a[k & 1], bv[k & 1]);
         }
         prev = cur;
         cur = nxt;

@@ -50,7 +50,7 @@ const char* run_simt_lean_wide_spread(const GemmProblem& p, const DeviceInfo& de
   return launch_lean<Lean128x256Cfg, HilbertOrder, true, true>(p, dev, s,
                                                                "ladder step 106 supports float32 only");
 }
-// Step 108: 106 with the FFMAs of each k column by column (lean_outer's
+// Step 108: 106 with the FFMAs of each k column by column (warp_outer's
 // COLS): fewer FFMAs that read three registers.
 const char* run_simt_lean_wide_cols(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
   return launch_lean<Lean128x256Cfg, HilbertOrder, true, true, true>(p, dev, s,
