@@ -98,6 +98,16 @@ def main():
             if rel_err(out, a.double() @ b.double()) > 1e-5:
                 print(f"BAD ladder step {step} {M}x{N}x{K}")
                 failures += 1
+    # simt_fast's split-K (few 128x256 tiles, a deep K): equal slices plus a
+    # shorter last one, aligned and unaligned operands, with bias.
+    for M, N, K in ((33, 2304, 4100), (65, 2305, 4097)):
+        a = torch.randn(M, K, device="cuda")
+        b = torch.randn(K, N, device="cuda")
+        bias = torch.randn(N, device="cuda")
+        out = torch.ops.tiled.gemm(a, b, bias)
+        if rel_err(out, a.double() @ b.double() + bias.double()) > 1e-5:
+            print(f"BAD simt split-K {M}x{N}x{K}")
+            failures += 1
     torch.cuda.synchronize()
     print(f"sanitize cases done, {failures} numerical failures")
     raise SystemExit(1 if failures else 0)

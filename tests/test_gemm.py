@@ -409,6 +409,42 @@ def test_strict_fp32_stages_column_major_b(layout):
 
 
 @needs_cuda
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_strict_fp32_split_k(layout, monkeypatch):
+    """Strict fp32 with few 128x256 tiles and a deep K splits K over the SMs
+    (slices of a multiple of 16, the last one shorter), partials summed in a
+    fixed order: right against float64 with and without bias, the same bits on
+    every run and under CUDA-graph replay; TILED_SIMT_SPLITK=0 keeps the
+    sliced-K kernel."""
+    with tf32_mode(False):
+        # (M, N, K): 8 slices, the last one shorter; 8 equal slices; an odd,
+        # unaligned shape (scalar copies); M just over the 32-row limit.
+        for M, N, K in [(128, 4096, 4100), (64, 4096, 4096), (100, 4001, 4097), (33, 2304, 8192)]:
+            a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
+            name = torch.ops.tiled.gemm_kernel_name(a, b)
+            if _is_hopper() or name.startswith("simt_fast"):
+                assert name == "simt_fast_splitk", (M, N, K, name)
+            check(M, N, K, torch.float32, "cuda", layout, bias=True, seed=M + N + K)
+            a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=M + N + K)
+            bias = torch.randn(N, device="cuda")
+            first = gemm(a, b, bias)
+            assert torch.equal(first, gemm(a, b, bias)), (M, N, K)
+            assert_close_rel(first, reference(a, b, bias), torch.float32)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            captured = gemm(a, b, bias)
+        a.copy_(torch.randn_like(a))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(captured, gemm(a, b, bias))
+        monkeypatch.setenv("TILED_SIMT_SPLITK", "0")
+        name = torch.ops.tiled.gemm_kernel_name(a, b)
+        if _is_hopper() or name.startswith("simt_fast"):
+            assert name == "simt_fast", name
+        assert_close_rel(gemm(a, b, bias), reference(a, b, bias), torch.float32)
+
+
+@needs_cuda
 @pytest.mark.parametrize("layout", ["NT", "TT"])
 def test_strict_fp32_stage_b_switch(layout, monkeypatch):
     """TILED_SIMT_STAGE_B=0 (read per call) runs a column-major B in place."""

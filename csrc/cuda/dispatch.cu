@@ -153,6 +153,7 @@ size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_workspace_bytes(p, dev);
     case Family::hopper: return hopper_workspace_bytes(p, dev);
+    case Family::simt_fast: return simt_fast_workspace_bytes(p, dev);
     default: return 0;
   }
 }
@@ -161,7 +162,7 @@ const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
     case Family::hopper: return hopper_gemm(p, dev, stream, workspace);
-    case Family::simt_fast: return simt_fast_gemm(p, dev, stream);
+    case Family::simt_fast: return simt_fast_gemm(p, dev, stream, workspace);
     case Family::simt_general: break;
   }
   return simt_general_gemm(p, dev, stream);
@@ -171,7 +172,7 @@ const char* name_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_config_name(p, dev);
     case Family::hopper: return hopper_config_name(p, dev);
-    case Family::simt_fast: return "simt_fast";
+    case Family::simt_fast: return simt_fast_splits_k(p, dev) ? "simt_fast_splitk" : "simt_fast";
     case Family::simt_general: break;
   }
   return "simt_general";

@@ -81,7 +81,11 @@ const char* ladder_step_name(int step);
 
 // Fast strict-fp32 SIMT kernel (the ladder's last step, tuned for Hopper).
 bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev);
-const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+// `workspace`: simt_fast_workspace_bytes(p, dev) bytes (null: no split-K).
+const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace);
+size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
+// Whether simt_fast splits K for `p` (given a workspace).
+bool simt_fast_splits_k(const GemmProblem& p, const DeviceInfo& dev);
 // Whether simt_fast takes `p` with its large (128-row block) config rather
 // than a sliced-K one for few tiles.
 bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev);

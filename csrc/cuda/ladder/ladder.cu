@@ -68,7 +68,7 @@ const Step kSteps[] = {
     TILED_STEP(6, "warp tiling (256x128, 64x64 warps)", ladder::run_warp_tiled(p, s)),
     TILED_STEP(7, "cp.async 4-stage pipeline", ladder::run_cp_async(p, dev, s)),
     TILED_STEP(8, "hilbert block order", ladder::run_hilbert(p, dev, s)),
-    TILED_STEP(9, "simt_fast (size dispatch: 128x256 / sliced-K 64x64 / 32x32)", simt_fast_gemm(p, dev, s)),
+    TILED_STEP(9, "simt_fast (size dispatch: 128x256 / sliced-K 64x64 / 32x32)", simt_fast_gemm(p, dev, s, nullptr)),
     TILED_STEP(90, "simt_fast 128x128 config (no size dispatch)", ladder::run_simt_base(p, dev, s)),
     TILED_STEP(91, ladder::simt_candidate_name(1), ladder::run_simt_candidate(1, p, dev, s)),
     TILED_STEP(92, ladder::simt_candidate_name(2), ladder::run_simt_candidate(2, p, dev, s)),

@@ -114,6 +114,79 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
                                           cudaStream_t) = &run_simt_lean_wide_cols;
 
+// Split-K over the large config (step 108) for problems with few 128 x 256
+// tiles (at most half the SMs) and a deep K: the K range is cut into S
+// slices of ks (a multiple of 16) run as S batch entries of one launch (the
+// last, shorter slice as a second launch), each writing its fp32 partial C
+// into a workspace; simt_splitk_sum then adds the slices in order 0..S-1 and
+// the bias: the same bits on every run.  S fills the SMs (at most 8; slices
+// of at least kMinSliceK, 32 k-tiles, so the pipeline's fill stays small),
+// and only where the split CTAs cover at least half the SMs (1024^3: 32
+// tiles, K = 1024 would give 2 slices, 64 CTAs; the sliced 64x64 kernel
+// runs 256).  Batched problems, M or N <= 32 (the 32 x 32 sliced config,
+// memory-bound) and TILED_SIMT_SPLITK=0 keep the sliced-K kernels; so does
+// any caller without a workspace (the ladder's step 9).
+constexpr int64_t kMinSliceK = 512;
+struct SimtSplit {
+  int64_t slices = 0, ks = 0;
+};
+SimtSplit simt_split(const GemmProblem& p, const DeviceInfo& dev) {
+  if (p.batch != 1 || p.M <= 32 || p.N <= 32 || setting_is("TILED_SIMT_SPLITK", "0")) return {};
+  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 132;
+  const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
+  if (tiles * 2 > sms) return {};
+  int64_t s = sms / tiles < 8 ? sms / tiles : 8;
+  while (s > 1 && p.K < s * kMinSliceK) --s;
+  if (s < 2 || tiles * s * 2 < sms) return {};
+  const int64_t ks = ceil_div(ceil_div(p.K, s), 16) * 16;
+  const int64_t slices = ceil_div(p.K, ks);
+  if (slices < 2) return {};
+  return {slices, ks};
+}
+
+__global__ void simt_splitk_sum(const float* __restrict__ ws, int64_t slices, int64_t M, int64_t N,
+                                const float* __restrict__ bias, float* __restrict__ c, int64_t ldc) {
+  const int64_t mn = M * N;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < mn;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v = ws[i];
+    for (int64_t s = 1; s < slices; ++s) v += ws[s * mn + i];
+    const int64_t m = i / N, n = i - m * N;
+    if (bias != nullptr) v += bias[n];
+    c[m * ldc + n] = v;
+  }
+}
+
+const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, float* ws,
+                           const SimtSplit& sp) {
+  // A is [M, K] (k is its column index), B is [K, N] (k is its row index).
+  const int64_t a_k = p.a.col_stride, b_k = p.b.row_stride, mn = p.M * p.N;
+  GemmProblem q = p;
+  q.bias = nullptr;
+  q.c = ws;
+  q.c_row_stride = p.N;
+  q.c_batch_stride = mn;
+  q.K = sp.ks;
+  q.a.batch_stride = sp.ks * a_k;
+  q.b.batch_stride = sp.ks * b_k;
+  const int64_t full = p.K / sp.ks, rest = p.K - full * sp.ks;
+  q.batch = full;
+  if (const char* e = kSimtLargeConfig(q, dev, stream)) return e;
+  if (rest > 0) {
+    q.batch = 1;
+    q.K = rest;
+    q.a.ptr = static_cast<const float*>(p.a.ptr) + full * sp.ks * a_k;
+    q.b.ptr = static_cast<const float*>(p.b.ptr) + full * sp.ks * b_k;
+    q.c = ws + full * mn;
+    if (const char* e = kSimtLargeConfig(q, dev, stream)) return e;
+  }
+  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 132;
+  const int64_t blocks = ceil_div(mn, 256) < sms * 8 ? ceil_div(mn, 256) : sms * 8;
+  simt_splitk_sum<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+      ws, sp.slices, p.M, p.N, static_cast<const float*>(p.bias), static_cast<float*>(p.c), p.c_row_stride);
+  return cudaGetLastError() == cudaSuccess ? nullptr : "simt_fast split-K: reduction launch failed";
+}
+
 enum class SimtPick { large, mid, small };
 SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
   const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 132;
@@ -134,8 +207,24 @@ bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev) {
   return ladder::simt_pick(p, dev) == ladder::SimtPick::large;
 }
 
-const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+bool simt_fast_splits_k(const GemmProblem& p, const DeviceInfo& dev) {
+  return p.dtype == DType::f32 && ladder::simt_split(p, dev).slices > 1;
+}
+
+size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
+  if (!simt_fast_splits_k(p, dev)) return 0;
+  return static_cast<size_t>(ladder::simt_split(p, dev).slices * p.M * p.N) * sizeof(float);
+}
+
+const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   if (p.dtype != DType::f32) return ladder::kSimtF32Only;
+  if (workspace != nullptr) {
+    const ladder::SimtSplit sp = ladder::simt_split(p, dev);
+    // A device without the large config's shared memory takes the sliced kernels below.
+    if (sp.slices > 1 &&
+        ladder::run_simt_split(p, dev, stream, static_cast<float*>(workspace), sp) == nullptr)
+      return nullptr;
+  }
   switch (ladder::simt_pick(p, dev)) {
     case ladder::SimtPick::small: return ladder::run_simt_sliced_small(p, dev, stream);
     case ladder::SimtPick::mid: return ladder::run_simt_sliced_mid(p, dev, stream);
