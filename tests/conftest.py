@@ -121,6 +121,18 @@ def tf32_mode(on):
         torch.backends.cuda.matmul.allow_tf32 = old
 
 
+def graph_replay(fn, before_replay):
+    """Capture fn() into a CUDA graph, run before_replay() (e.g. new input
+    values), replay, and return the captured output tensor."""
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    before_replay()
+    g.replay()
+    torch.cuda.synchronize()
+    return out
+
+
 @contextlib.contextmanager
 def poisoned_outputs(device, numel, dtype):
     """Fill the allocator's next block with NaN so an element the kernel fails

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conftest import assert_close_rel, make_operands, needs_cuda, reference
+from conftest import assert_close_rel, graph_replay, make_operands, needs_cuda, reference
 
 gemm = torch.ops.tiled.gemm
 pytestmark = needs_cuda
@@ -25,12 +25,7 @@ def test_cuda_graph_capture():
         bias = torch.randn(200, device="cuda", dtype=dtype)
         gemm(a, b, bias)  # warm-up outside capture (lazy init)
         torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = gemm(a, b, bias)
-        a.copy_(torch.randn_like(a))
-        g.replay()
-        torch.cuda.synchronize()
+        out = graph_replay(lambda: gemm(a, b, bias), lambda: a.copy_(torch.randn_like(a)))
         assert_close_rel(out, reference(a, b, bias), dtype)
 
 

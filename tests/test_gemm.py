@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import (DEVICES, DTYPES, HAS_CUDA, LAYOUTS, REL_TOL, TF32_TOL, assert_close_bound, assert_close_rel,
-                      make_operands, needs_cuda, rand, reference, run_poisoned, tf32_mode)
+                      graph_replay, make_operands, needs_cuda, rand, reference, run_poisoned, tf32_mode)
 
 gemm = torch.ops.tiled.gemm
 
@@ -430,12 +430,7 @@ def test_strict_fp32_split_k(layout, monkeypatch):
             first = gemm(a, b, bias)
             assert torch.equal(first, gemm(a, b, bias)), (M, N, K)
             assert_close_rel(first, reference(a, b, bias), torch.float32)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            captured = gemm(a, b, bias)
-        a.copy_(torch.randn_like(a))
-        g.replay()
-        torch.cuda.synchronize()
+        captured = graph_replay(lambda: gemm(a, b, bias), lambda: a.copy_(torch.randn_like(a)))
         assert torch.equal(captured, gemm(a, b, bias))
         monkeypatch.setenv("TILED_SIMT_SPLITK", "0")
         name = torch.ops.tiled.gemm_kernel_name(a, b)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
-from conftest import assert_close_rel, rand, reference, run_poisoned
+from conftest import assert_close_rel, graph_replay, rand, reference, run_poisoned
 
 HAS_SM80 = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
 pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability >= 8.0 GPU")
@@ -271,11 +271,6 @@ def test_cuda_graph_capture():
     with torch.cuda.stream(s):
         gemm(a, b)  # warm up on the capture stream
     torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = gemm(a, b)
-    a.copy_(a * 2)
-    g.replay()
-    torch.cuda.synchronize()
+    out = graph_replay(lambda: gemm(a, b), lambda: a.copy_(a * 2))
     assert torch.equal(out, gemm(a, b))
     assert not torch.equal(out, eager)
