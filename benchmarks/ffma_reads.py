@@ -1,0 +1,120 @@
+"""How many FFMAs read all three source registers from the register file.
+
+    python benchmarks/ffma_reads.py SASS [--kernel REGEX]
+
+SASS is the text of `cuobjdump -sass` (the built extension, a cubin, or a
+library such as libcublasLt) or of `nvdisasm -c`.  For every kernel (whose
+name matches REGEX) it prints the FFMA count of its k-loop (the backward
+branch whose body holds the most FFMAs and no global store) and the share of
+those FFMAs that read 3, 2 and 1 registers.
+
+The model (docs/ladder.md, round 6): each source operand slot has a
+`.reuse` cache holding one register per bank (register number mod 2); an
+operand flagged `.reuse` is kept, and the next instruction that names the
+same register in the same slot reads it from there.  An FFMA that still
+reads three registers issues in two cycles (benchmarks/micro/
+ffma_operands.cu measures that), so the three-read share is the issue time
+such a loop loses.  Static counts only: it says nothing of how often each
+instruction runs.
+"""
+import argparse
+import collections
+import re
+import sys
+
+_ADDR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
+_REG = re.compile(r"-?\|?(R\d+)\|?(\.reuse)?")
+_BRANCH = re.compile(r"BRA[^`]*`\(\.(L_x_\d+)\)")
+_BRANCH_ABS = re.compile(r"BRA[^;]*?0x([0-9a-f]+)")
+
+
+def kernels(text):
+    """(name, body) per kernel, for nvdisasm (.text.NAME:) and cuobjdump (Function : NAME) output."""
+    parts = re.split(r"\n(?=\.text\.|\s*Function : )", text)
+    for part in parts:
+        head = part.lstrip().split("\n", 1)[0]
+        if head.startswith(".text."):
+            yield head[len(".text."):].rstrip(":"), part
+        elif head.startswith("Function : "):
+            yield head[len("Function : "):].strip(), part
+
+
+def instructions(body):
+    """(address, label-or-None, opcode, operands) in order."""
+    out, label = [], None
+    for line in body.split("\n"):
+        m = re.match(r"\s*\.(L_x_\d+):", line)
+        if m:
+            label = m.group(1)
+            continue
+        m = _ADDR.search(line)
+        if not m:
+            continue
+        text = re.sub(r"^@!?U?P\w+\s+", "", m.group(2).strip())
+        op, _, rest = text.partition(" ")
+        out.append((int(m.group(1), 16), label, op, text, [x.strip() for x in rest.split(",")]))
+        label = None
+    return out
+
+
+def k_loop(ins):
+    """The instructions of the loop with the most FFMAs and no global store."""
+    where = {lab: a for a, lab, *_ in ins if lab}
+    best = []
+    for a, _, op, text, _ in ins:
+        if not op.startswith("BRA"):
+            continue
+        m = _BRANCH.search(text)
+        target = where.get(m.group(1)) if m else None
+        if target is None:
+            m = _BRANCH_ABS.search(text)
+            target = int(m.group(1), 16) if m else None
+        if target is None or target >= a:
+            continue
+        body = [x for x in ins if target <= x[0] <= a]
+        if any(x[2].startswith("STG") for x in body):
+            continue
+        if sum(x[2].startswith("FFMA") for x in body) > sum(x[2].startswith("FFMA") for x in best):
+            best = body
+    return best
+
+
+def reads(ins):
+    """Histogram: FFMAs by the number of source registers read from the file."""
+    cache = [[None, None] for _ in range(3)]
+    hist = collections.Counter()
+    for _, _, op, _, ops in ins:
+        n = 0
+        for slot, operand in enumerate(ops[1:4]):
+            m = _REG.match(operand)
+            if not m or m.group(1) == "RZ":
+                continue
+            r = int(m.group(1)[1:])
+            if cache[slot][r % 2] != r:
+                n += 1
+            cache[slot][r % 2] = r if m.group(2) else None
+        if op.startswith("FFMA"):
+            hist[n] += 1
+    return hist
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sass")
+    ap.add_argument("--kernel", default="", help="regex on the (mangled) kernel name")
+    a = ap.parse_args(argv)
+    text = open(a.sass).read() if a.sass != "-" else sys.stdin.read()
+    for name, body in kernels(text):
+        if a.kernel and not re.search(a.kernel, name):
+            continue
+        loop = k_loop(instructions(body))
+        hist = reads(loop)
+        total = sum(hist.values())
+        if total == 0:
+            continue
+        share = "  ".join(f"{n} reads {hist[n] / total:6.1%}" for n in (3, 2, 1))
+        print(f"{total:6d} FFMA in the k-loop  {share}  {name}")
+
+
+if __name__ == "__main__":
+    main()
