@@ -51,6 +51,13 @@ struct Micro {
       for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
   }
 };
+// The micro-kernel for problems of at most kFewRows rows: one whose MR
+// divides them (the portable MR 4 already does; an instruction set's file
+// may supply another, e.g. AVX-512's 8 rows instead of 12, where 16 rows
+// would otherwise compute 24).
+constexpr int64_t kFewRows = 16;
+template <typename Acc>
+struct MicroFew : Micro<Acc> {};
 // Packs the R rows of a whole panel whose elements are contiguous along k
 // (a row-major A, a column-major B): dst[k * R + i] = src[i * i_stride + k]
 // for k < kc.  An instruction set's file may supply a faster one for its
@@ -75,9 +82,9 @@ inline double load<double, double>(const double* base, int64_t off) {
   return base[off];
 }
 
-template <typename T, typename Acc>
+template <typename T, typename Acc, typename Mi = Micro<Acc>>
 struct Task : TaskBuffers<Acc, Acc> {
-  static constexpr int64_t MR = Micro<Acc>::MR, NR = Micro<Acc>::NR;
+  static constexpr int64_t MR = Mi::MR, NR = Mi::NR;
   static_assert(NC % NR == 0, "whole panels per block");
   static constexpr int64_t MC = MR * ((64 + MR - 1) / MR);  // rows of A packed at a time
   static constexpr int64_t MT = 8 * MC;  // most rows of one task, which reuse one packed B slice
@@ -124,7 +131,7 @@ struct Task : TaskBuffers<Acc, Acc> {
 
   // c_acc[row:row+MR, jp:jp+NR] += A panel ip (of the packed m-block) * B panel jp
   void micro(int64_t ip, int64_t row, int64_t jp, int64_t kc) {
-    Micro<Acc>::run(a_pack + ip * kc, b_pack + jp * kc, kc, c_acc + row * ldc + jp, ldc);
+    Mi::run(a_pack + ip * kc, b_pack + jp * kc, kc, c_acc + row * ldc + jp, ldc);
   }
 
   void run_block(int64_t batch, int64_t m0, int64_t n0) {
@@ -147,10 +154,18 @@ struct Task : TaskBuffers<Acc, Acc> {
   }
 };
 
+template <typename T, typename Acc, typename Mi>
+void run_with(const GemmProblem& p) {
+  using Tk = Task<T, Acc, Mi>;
+  run_tasks<Tk>(p, task_grid(p, Tk::MT, Tk::MC, NC, Tk::NR));
+}
 template <typename T, typename Acc>
 void run(const GemmProblem& p) {
-  using Tk = Task<T, Acc>;
-  run_tasks<Tk>(p, task_grid(p, Tk::MT, Tk::MC, NC, Tk::NR));
+  static_assert(MicroFew<Acc>::NR == Micro<Acc>::NR, "one B panel width");
+  if constexpr (MicroFew<Acc>::MR != Micro<Acc>::MR) {
+    if (p.M <= kFewRows) return run_with<T, Acc, MicroFew<Acc>>(p);
+  }
+  run_with<T, Acc, Micro<Acc>>(p);
 }
 
 void gemm_isa(const GemmProblem& p) {

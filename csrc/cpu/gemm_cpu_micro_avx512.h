@@ -27,10 +27,10 @@ struct Zmm<double> {
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
 };
 
-template <typename Acc>
+template <typename Acc, int64_t kRows = 12>
 struct MicroAvx512 {
   using Z = Zmm<Acc>;
-  static constexpr int64_t MR = 12, NR = 2 * Z::kLanes;
+  static constexpr int64_t MR = kRows, NR = 2 * Z::kLanes;
   static void run(const Acc* a, const Acc* b, int64_t kc, Acc* c, int64_t ldc) {
     typename Z::V acc[MR][2];
 #pragma GCC unroll 12
@@ -81,3 +81,9 @@ template <>
 struct Micro<float> : MicroAvx512<float> {};
 template <>
 struct Micro<double> : MicroAvx512<double> {};
+// At most 16 rows: 8-row panels (16 accumulators), so 16 rows compute 16,
+// not 24.
+template <>
+struct MicroFew<float> : MicroAvx512<float, 8> {};
+template <>
+struct MicroFew<double> : MicroAvx512<double, 8> {};
