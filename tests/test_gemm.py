@@ -248,7 +248,7 @@ def cpu_isa_or_skip(monkeypatch, isa, dtype=torch.float32):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_cpu_isa_edges(monkeypatch, isa, dtype):
     # Around the micro-kernels' panels (4x16 portable, 12x32 / 12x16 AVX-512
-    # and 8x32 / 8x16 for at most 16 rows, 32x32 AMX with K in steps of 32),
+    # and 8x32 / 8x16 for few rows, 32x32 AMX with K in steps of 32),
     # the row blocks (64 / 72 rows at a
     # time, tasks of up to 512 / 576 rows), the 256-column blocks and
     # 256-deep K slices; every layout, a bias on every other shape, the
@@ -289,12 +289,14 @@ def test_cpu_threads_do_not_change_bits(monkeypatch, isa, shape, layout, many_th
 @pytest.mark.parametrize("isa", CPU_ISAS[:3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
 def test_cpu_rows_do_not_depend_on_m(monkeypatch, isa, dtype):
-    # At most 16 rows run on 8-row panels (AVX-512), more on 12-row ones; each
-    # element is still summed over K in one order, one FMA per step, so the
-    # first rows of a taller problem are bitwise the few-row problem's.
+    # Up to 64 rows run on 8-row panels (AVX-512) where those pad M less,
+    # others on 12-row ones (72 rows here); each element is still summed over
+    # K in one order, one FMA per step, so the first rows of a taller problem
+    # are bitwise the few-row problem's.
     cpu_isa_or_skip(monkeypatch, isa, dtype)
-    for M, N, K, layout in [(16, 300, 1000, "NN"), (5, 257, 333, "TN"), (9, 100, 513, "NT"), (1, 33, 5, "TT")]:
-        a, b = make_operands(40, N, K, dtype, "cpu", layout, seed=M + N + K)
+    for M, N, K, layout in [(16, 300, 1000, "NN"), (5, 257, 333, "TN"), (9, 100, 513, "NT"), (1, 33, 5, "TT"),
+                            (40, 64, 300, "NN"), (64, 40, 257, "TN")]:
+        a, b = make_operands(72, N, K, dtype, "cpu", layout, seed=M + N + K)
         bias = rand((N,), dtype, "cpu")
         tall = gemm(a, b, bias)
         assert torch.equal(gemm(a[:M], b, bias), tall[:M]), (M, N, K, layout)

@@ -51,11 +51,11 @@ struct Micro {
       for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
   }
 };
-// The micro-kernel for problems of at most kFewRows rows: one whose MR
-// divides them (the portable MR 4 already does; an instruction set's file
-// may supply another, e.g. AVX-512's 8 rows instead of 12, where 16 rows
-// would otherwise compute 24).
-constexpr int64_t kFewRows = 16;
+// The micro-kernel for problems of few rows (at most kFewRows), where the
+// wider one's padding costs: an instruction set's file may supply one with
+// a smaller MR (AVX-512: 8 rows instead of 12, where 16 rows would compute
+// 24); run() takes it when it pads M less.  The portable MR 4 needs none.
+constexpr int64_t kFewRows = 64;
 template <typename Acc>
 struct MicroFew : Micro<Acc> {};
 // Packs the R rows of a whole panel whose elements are contiguous along k
@@ -163,7 +163,8 @@ template <typename T, typename Acc>
 void run(const GemmProblem& p) {
   static_assert(MicroFew<Acc>::NR == Micro<Acc>::NR, "one B panel width");
   if constexpr (MicroFew<Acc>::MR != Micro<Acc>::MR) {
-    if (p.M <= kFewRows) return run_with<T, Acc, MicroFew<Acc>>(p);
+    if (p.M <= kFewRows && round_up(p.M, MicroFew<Acc>::MR) < round_up(p.M, Micro<Acc>::MR))
+      return run_with<T, Acc, MicroFew<Acc>>(p);
   }
   run_with<T, Acc, Micro<Acc>>(p);
 }

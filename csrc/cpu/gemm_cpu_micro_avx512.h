@@ -81,8 +81,8 @@ template <>
 struct Micro<float> : MicroAvx512<float> {};
 template <>
 struct Micro<double> : MicroAvx512<double> {};
-// At most 16 rows: 8-row panels (16 accumulators), so 16 rows compute 16,
-// not 24.
+// Few rows: 8-row panels (16 accumulators), where they pad M less than
+// 12-row ones (16 rows compute 16, not 24; 40 compute 40, not 48).
 template <>
 struct MicroFew<float> : MicroAvx512<float, 8> {};
 template <>
