@@ -103,7 +103,6 @@ struct Task : TaskBuffers<Acc, Acc> {
         mt_rows(rows),
         nt_cols(cols) {}
 
-
   // Packs `n` vectors of length kc into panels of R, k-major inside a panel,
   // zero-padded to a whole panel so the micro-kernel needs no edge code.
   // Element (i, k) of the block is src[i * i_stride + k * k_stride]: for A's

@@ -24,6 +24,8 @@
 // steps 96 / 97).  Large problems run kSimtLargeConfig (ladder step 108,
 // below; this file's first 128 x 128 config is step 90, later candidates are
 // in simt_tuning*.cu).
+#include <algorithm>
+
 #include "08_hilbert.cuh"
 #include "../settings.h"
 #include "ladder_steps.h"
@@ -127,15 +129,16 @@ constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
 // memory-bound) and TILED_SIMT_SPLITK=0 keep the sliced-K kernels; so does
 // any caller without a workspace (the ladder's step 9).
 constexpr int64_t kMinSliceK = 512;
+int64_t sm_count(const DeviceInfo& dev) { return dev.num_sms > 0 ? dev.num_sms : 132; }
 struct SimtSplit {
   int64_t slices = 0, ks = 0;
 };
 SimtSplit simt_split(const GemmProblem& p, const DeviceInfo& dev) {
   if (p.batch != 1 || p.M <= 32 || p.N <= 32 || setting_is("TILED_SIMT_SPLITK", "0")) return {};
-  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 132;
+  const int64_t sms = sm_count(dev);
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
   if (tiles * 2 > sms) return {};
-  int64_t s = sms / tiles < 8 ? sms / tiles : 8;
+  int64_t s = std::min<int64_t>(sms / tiles, 8);
   while (s > 1 && p.K < s * kMinSliceK) --s;
   if (s < 2 || tiles * s * 2 < sms) return {};
   const int64_t ks = ceil_div(ceil_div(p.K, s), 16) * 16;
@@ -180,8 +183,7 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
     q.c = ws + full * mn;
     if (const char* e = kSimtLargeConfig(q, dev, stream)) return e;
   }
-  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 132;
-  const int64_t blocks = ceil_div(mn, 256) < sms * 8 ? ceil_div(mn, 256) : sms * 8;
+  const int64_t blocks = std::min(ceil_div(mn, 256), sm_count(dev) * 8);
   simt_splitk_sum<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
       ws, sp.slices, p.M, p.N, static_cast<const float*>(p.bias), static_cast<float*>(p.c), p.c_row_stride);
   return cudaGetLastError() == cudaSuccess ? nullptr : "simt_fast split-K: reduction launch failed";
@@ -189,7 +191,7 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
 
 enum class SimtPick { large, mid, small };
 SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
-  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 132;
+  const int64_t sms = sm_count(dev);
   const int64_t tiles128 = ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch;
   if (tiles128 >= sms || simt_sliced_smem_bytes() > dev.max_smem_per_block_optin)
     return SimtPick::large;
@@ -212,7 +214,8 @@ bool simt_fast_splits_k(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
-  if (!simt_fast_splits_k(p, dev)) return 0;
+  if (p.dtype != DType::f32) return 0;
+  // slices is 0 when K is not split.
   return static_cast<size_t>(ladder::simt_split(p, dev).slices * p.M * p.N) * sizeof(float);
 }
 
