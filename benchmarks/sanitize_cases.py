@@ -83,6 +83,23 @@ def main():
         b = torch.randn(N, K, device="cuda").t()
         failures += bad_result(a, b, torch.randn(N, device="cuda"), name_prefix="sm90_tf32")
     torch.backends.cuda.matmul.allow_tf32 = False
+    # 16-bit problems run swapped (C^T's 128x256 tiles stored transposed by
+    # TMA, 64-column boxes alternating between two buffers): N just past 256
+    # columns (a ragged last tile row of C^T), a batch with a ragged N, and
+    # 2-CTA clusters (forced).
+    os.environ["TILED_SKINNY_MAXM"] = "0"
+    for M, N, K, batch, env in ((1024, 4104, 64, 1, {}), (2000, 640, 64, 3, {}),
+                                (1024, 4104, 64, 1, {"TILED_SM90_SWAP": "1", "TILED_SM90_CLUSTER": "2"})):
+        os.environ.update(env)
+        for lay in ("NN", "TT"):
+            a = torch.randn(batch, M, K, device="cuda", dtype=torch.float16)
+            a = layouts(a[0], lay[0]) if batch == 1 else a
+            b = layouts(torch.randn(K, N, device="cuda", dtype=torch.float16), lay[1])
+            failures += bad_result(a, b, torch.randn(N, device="cuda", dtype=torch.float16), name_prefix="sm90_f16")
+            print(f"sm90 swapped {M}x{N}x{K} batch {batch} {lay}: {torch.ops.tiled.gemm_kernel_name(a, b)}")
+        for k in env:
+            del os.environ[k]
+    del os.environ["TILED_SKINNY_MAXM"]
     for step in range(1, 9):
         a = torch.randn(65, 63, device="cuda", dtype=torch.float32)
         b = torch.randn(63, 129, device="cuda", dtype=torch.float32)

@@ -1,5 +1,5 @@
 """The sm_90a family's tile/schedule choice (csrc/cuda/hopper/hopper.cu,
-choose()) against test_hopper.py's Python mirror of it, on 4332 shapes in
+choose(), and the 16-bit swap) against test_hopper.py's Python mirror of it, on 5292 shapes in
 5 kinds (bf16 NT and TN, tf32 NT, NN and TT), with stream-K as by default
 and switched on.
 
@@ -29,7 +29,8 @@ def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
         if k.startswith("TILED_SM90_"):
             monkeypatch.delenv(k)
     monkeypatch.setattr(test_hopper, "num_sms", lambda: 132)
-    vals = [1, 65, 128, 129, 256, 300, 512, 640, 768, 777, 1000, 1024, 1536, 2048, 3000, 4096, 5000, 8192, 14336]
+    vals = [1, 65, 128, 129, 256, 300, 512, 640, 768, 777, 1000, 1024, 1536, 2048, 2056, 3000, 4096, 4104, 5000, 8192,
+            14336]
     cases = [(M, N, K, batch, dt) for M in vals for N in vals for K in (64, 1000, 2048, 4096, 8192, 16384)
              for batch in (1, 3) for dt in (0, 1, 2, 3, 4)]
     text = "\n".join(" ".join(map(str, c)) for c in cases)
@@ -44,7 +45,8 @@ def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
         mm, nn = test_hopper.tile_problem(dtype, M, N, layout, batch, K, True if streamk else None)
         a_mn = dtype == torch.float32 and layout in ("NN", "TT")  # tf32's register A
         tile = test_hopper.expected_tile(mm, nn, batch, dtype, K, True if streamk else None, a_mn=a_mn)
-        want = f"sm90_{'bf16' if dtype == torch.bfloat16 else 'tf32'}_{tile}_{layout.lower()}"
+        sw = "sw" if test_hopper.swap16(dtype, M, N, batch, K, True if streamk else None) else ""
+        want = f"sm90_{'bf16' if dtype == torch.bfloat16 else 'tf32'}_{tile}{sw}_{layout.lower()}"
         if dtype == torch.float32 and layout != "NT" and "sk" in tile:
             want = "none"  # no split-K with a register A: dispatch stages an operand
         if layout == "NN" and N % 4:
@@ -56,5 +58,8 @@ def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
         if name != want:
             bad.append(((M, N, K, batch, dt), name, want))
     assert not bad, f"{len(bad)} of {len(cases)} differ, e.g. {bad[:5]}"
-    # stream-K reached some shapes (by default: few tiles, deep K)
+    # stream-K reached some shapes (by default: few tiles, deep K), and by
+    # default some 16-bit problems run swapped (e.g. 4096x4104)
     assert sum(n.endswith("streamk_nt") for n in got) > (1000 if streamk else 20)
+    if not streamk:
+        assert sum("sw_" in n for n in got) > 50

@@ -110,11 +110,40 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
     return tile + "streamk" if sk * kb >= sms else tile
 
 
+def wave_cost(M, N, batch, tile):
+    """Mirror of hopper.cu's wave_cost(): a whole-tile schedule's time in
+    128x256 cooperative waves (x100), -1 for 128x64 tiles, split-K, stream-K."""
+    if tile.startswith("128x64") or "sk" in tile or "streamk" in tile:
+        return -1
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    sms = num_sms()
+    tm, tn = cdiv(M, 128), cdiv(N, int(tile[4:7]))
+    waves = cdiv(cdiv(tm, 2) * tn * batch, sms // 2) if tile.endswith("c2") else cdiv(tm * tn * batch, sms)
+    return waves * (54 if "pp" in tile else {"256": 100, "192": 79, "128": 56}[tile[4:7]])
+
+
+def swap16(dtype, M, N, batch=1, K=0, streamk=None):
+    """Mirror of hopper.cu's swap16_wanted() (no TILED_SM90_SWAP): a 16-bit
+    problem runs as C^T = B^T A^T where the swapped tiles (cooperative
+    128x256, with or without clusters) need >= 5% fewer weighted waves; C
+    (fresh, contiguous) must be 16-byte aligned."""
+    if dtype not in HALF or N % 8 or (batch > 1 and M * N % 8):
+        return False
+    swapped = expected_tile(N, M, batch, dtype, K, streamk)
+    if swapped not in ("128x256", "128x256c2"):
+        return False
+    cost_p, cost_q = wave_cost(M, N, batch, expected_tile(M, N, batch, dtype, K, streamk)), wave_cost(N, M, batch, swapped)
+    return cost_p > 0 and cost_q > 0 and cost_q * 100 < cost_p * 95
+
+
 def tile_problem(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """The (M, N) the tiles are chosen for: tf32 runs as C^T = B^T A^T in NN,
-    and in NT where M <= 64 < N unless the swapped tiles would split K."""
+    and in NT where M <= 64 < N unless the swapped tiles would split K;
+    16-bit types where swap16 says so."""
     if dtype == torch.float32 and (layout == "NN" or (
             layout == "NT" and M <= 64 < N and "sk" not in expected_tile(N, M, batch, dtype, K, streamk))):
+        return (N, M)
+    if swap16(dtype, M, N, batch, K, streamk):
         return (N, M)
     return (M, N)
 
@@ -128,7 +157,8 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None):
     if dtype == torch.float32 and layout != "NT" and (
             "sk" in tile or (layout == "TT" and M % 4) or (layout == "NN" and N % 4)):
         return expected_name(dtype, M, N, "NT", batch, K, streamk)
-    return f"sm90_{TAG[dtype]}_{tile}_{layout.lower()}"
+    sw = "sw" if swap16(dtype, M, N, batch, K, streamk) else ""
+    return f"sm90_{TAG[dtype]}_{tile}{sw}_{layout.lower()}"
 
 
 # Shapes that select each tile config (on a 132-SM H100/H200).
@@ -338,6 +368,72 @@ def test_tf32_nt_swapped_every_config(tf32, monkeypatch):
         if batch is None and M * N <= 2048 * 2048:
             exact_check(M, N, K, torch.float32, "NT", bias=(M % 2 == 1))
     assert seen == {"128x64", "128x128", "128x256", "128x192", "128x64streamk", "128x256c2"}, seen
+
+
+# 16-bit problems run swapped (C^T = B^T A^T, C^T's tiles stored
+# transposed) where the swapped tiles need fewer weighted waves: N just past
+# a multiple of 256 (4104: 4.1 waves of 128x256 tiles, or ping-pong 128x128
+# in clusters; swapped 4 waves), or a batch of 2048x640 (2 waves of 128x128
+# against 1 of swapped 128x256).
+SWAP16_SHAPES = [(4096, 4104, 72, None), (1024, 4104, 136, None), (2048, 640, 72, 3)]
+# Forced (TILED_SM90_SWAP=1): shapes whose swapped problem takes 128x256
+# tiles with and without clusters (ragged edges, a batch, several tiles per
+# CTA among them), and shapes whose swapped tiles have no transposed-C
+# kernel (128x64, 128x128, 128x192, split-K): those run as called.
+SWAP16_FORCED_SHAPES = [(2048, 2048, 136, None), (4096, 4096, 136, None), (2000, 2504, 200, None),
+                        (4000, 3000, 72, None), (600, 1536, 520, 3), (4104, 4096, 1032, None),
+                        (512, 256, 960, None), (1280, 1024, 520, None), (1536, 1536, 72, None),
+                        (128, 4096, 4096, None)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_swap16_default(monkeypatch, dtype, layout):
+    for M, N, K, batch in SWAP16_SHAPES:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert swap16(dtype, M, N, batch or 1, K), (M, N, K, batch)
+        want = expected_name(dtype, M, N, layout, batch or 1, K)
+        assert "sw_" in want and kernel_name(a, b) == want, (M, N, K, batch)
+        bias = rand((N,), dtype, "cuda")
+        # TMA stores of C^T's boxes against the checked element stores: same bits
+        tma, checked = outputs_under(monkeypatch, a, b, bias, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
+        assert_close_rel(tma, reference(a, b, bias), dtype)
+        assert torch.equal(tma, checked), (M, N, K, batch)
+        if batch is None:
+            exact_check(M, N, K, dtype, layout)
+    # TILED_SM90_SWAP=0: never
+    monkeypatch.setenv("TILED_SM90_SWAP", "0")
+    a, b = make_operands(4096, 4104, 72, dtype, "cuda", layout)
+    assert kernel_name(a, b) == variant_name(dtype, "128x128ppc2", layout)
+    check(a, b, dtype)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_swap16_forced_every_config(monkeypatch, dtype, layout):
+    monkeypatch.setenv("TILED_SM90_SWAP", "1")
+    seen = set()
+    for M, N, K, batch in SWAP16_FORCED_SHAPES:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        tile = expected_tile(N, M, batch or 1, dtype, K)
+        seen.add(tile)
+        if tile not in ("128x256", "128x256c2"):
+            assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, batch or 1, dtype, K), layout)
+            check(a, b, dtype)
+            continue
+        assert kernel_name(a, b) == variant_name(dtype, tile + "sw", layout), (M, N, K, batch)
+        bias = rand((N,), dtype, "cuda") if M % 2 == 0 else None
+        tma, checked = outputs_under(monkeypatch, a, b, bias, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
+        assert_close_rel(tma, reference(a, b, bias), dtype)
+        assert torch.equal(tma, checked), (M, N, K, batch)
+        if batch is None:
+            exact_check(M, N, K, dtype, layout, bias=(M % 2 == 1))
+    assert seen == {"128x64", "128x128", "128x192", "128x256", "128x256c2", "128x64sk2", "128x128ppc2"}, seen
+    # Not where C's rows are not 16-byte aligned (N % 8).
+    for M, N, K in [(1000, 1001, 136), (2048, 2044, 136)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout)
+        assert "sw_" not in kernel_name(a, b), (M, N, K)
+        check(a, b, dtype)
 
 
 def test_f32_without_tf32_is_not_hopper():

@@ -72,8 +72,9 @@ struct KernelArgs {
   int c_via_smem;            // 1: stores go row by row through shared memory (C not 4-column aligned)
   int c_tma;                 // 1: tiles are stored by TMA from shared memory (tmap_c)
   // 1 (Cfg::kCTrans only): the kernel computes C^T = B^T A^T of the caller's
-  // problem (tf32 NN, whose B^T is this kernel's column-major A, or tf32 NT
-  // with a small M, see hopper.cu): element (m, n) of this problem goes to
+  // problem (tf32 NN, whose B^T is this kernel's column-major A, tf32 NT
+  // with a small M, or a 16-bit problem whose swapped tiles need fewer
+  // waves, see hopper.cu): element (m, n) of this problem goes to
   // c[n * c_row_stride + m], and bias[m] is added (by TMA where c_tma, else
   // checked stores).
   int c_trans;
@@ -98,7 +99,7 @@ struct KernelArgs {
 };
 
 template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPingPong_ = false,
-          bool kSplitK_ = false>
+          bool kSplitK_ = false, bool kTransC_ = false>
 struct Sm90Config {
   using Elem = T;
   static constexpr int kBM = 128;
@@ -108,10 +109,13 @@ struct Sm90Config {
   // tf32 with an M-major A: each consumer thread loads its A fragments from
   // shared memory into registers (wgmma's register-A form), B stays K-major.
   static constexpr bool kARegs = kAMN && sizeof(T) == 4;
-  // tf32 cooperative whole tiles can store C^T's tiles transposed
-  // (KernelArgs::c_trans): the register-A kernels for the caller's NN, the
-  // shared-memory ones for a small-M NT run swapped.
-  static constexpr bool kCTrans = sizeof(T) == 4 && !kPingPong_ && !kSplitK_;
+  // Kernels that can store C^T's tiles transposed (KernelArgs::c_trans):
+  // every tf32 cooperative whole-tile config (the register-A kernels for the
+  // caller's NN, the shared-memory ones for a small-M NT run swapped), and
+  // for 16-bit types separate 128x256 instantiations (kTransC_) for problems
+  // whose swapped tiles fill the waves better (hopper.cu), so that the
+  // kernels of unswapped problems do not carry the transposed epilogue.
+  static constexpr bool kCTrans = sizeof(T) == 4 ? !kPingPong_ && !kSplitK_ : kTransC_;
   // Elements of M or N per 128-byte row of an MN-major chunk (one TMA box).
   static constexpr int kMNBox = 128 / static_cast<int>(sizeof(T));
   // CTAs per cluster along M.  2: the pair computes tiles (2p, n) and
@@ -137,7 +141,7 @@ struct Sm90Config {
   static constexpr bool kSplitK = kSplitK_;
   // Stream-K capable (KernelArgs::sk_tiles): cooperative, no cluster, no split.
   // (Not 128x192: choose() never deals it stream-K, so its code is not built.)
-  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK && kBN != 192;
+  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK && kBN != 192 && !kTransC_;
   static constexpr int kPartialStride = kBN + 4;  // floats per partial row (pad: 16 B, staggers banks)
   // Consumer warps that release each stage (per CTA of the cluster).
   static constexpr int kReleasers = 4 * (kPingPong ? 1 : 2);
@@ -178,6 +182,8 @@ struct Sm90Config {
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
+  static_assert(!kTransC_ || (kElemBytes == 2 && kBN == 256 && !kPingPong && !kSplitK),
+                "16-bit transposed-C kernels: cooperative 128x256 tiles");
   static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
   static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
   static_assert(!kSplitK || kBM * kPartialStride * 4 <= kStages * kStageBytes, "partial tile fits the ring");
@@ -191,6 +197,7 @@ template <>
 struct OutCast<__nv_bfloat16> {
   __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
   __device__ __forceinline__ static void store1(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+  __device__ __forceinline__ static uint16_t bits1(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
   __device__ __forceinline__ static void store2(__nv_bfloat16* p, float x, float y) {
     *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
   }
@@ -199,6 +206,7 @@ template <>
 struct OutCast<__half> {
   __device__ __forceinline__ static float load(const __half* p) { return __half2float(*p); }
   __device__ __forceinline__ static void store1(__half* p, float x) { *p = __float2half_rn(x); }
+  __device__ __forceinline__ static uint16_t bits1(float x) { return __half_as_ushort(__float2half_rn(x)); }
   __device__ __forceinline__ static void store2(__half* p, float x, float y) {
     *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
   }
@@ -567,17 +575,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           // the bias), its columns are C's rows.
           if constexpr (Cfg::kTmaEpilogue) {
             if (args.c_tma) {
-              // Through TMA (tmap_c in the caller's coordinates: 32 columns x
-              // 64 rows per box): per 64 of this tile's columns, the
-              // warpgroup's 64 rows make two boxes, warps 0-1 writing the
-              // first 32 (buffer 0), warps 2-3 the other 32 (buffer 1), each
-              // element transposed into the 128B-swizzled box (a warp store
-              // covers 4 box rows x 8 columns: 8 distinct 16-byte chunks, no
-              // bank conflict).  Both buffers are refilled only once TMA has
-              // read the previous pair.
+              // Through TMA (tmap_c in the caller's coordinates: 128 bytes of
+              // columns x 64 rows per box, 32 columns of fp32 or 64 of a
+              // 16-bit type): per 64 of this tile's columns, the
+              // warpgroup's 64 rows make two fp32 boxes (warps 0-1 writing
+              // the first 32 columns into buffer 0, warps 2-3 the other 32
+              // into buffer 1, both refilled only once TMA has read the
+              // previous pair) or one 16-bit box (the buffers alternate, as
+              // in the row-major store below).  Each element is transposed
+              // into the 128B-swizzled box: a warp store covers 4 box rows x
+              // 8 columns, 4 or 8 distinct 16-byte chunks, no bank conflict.
+              constexpr int kTBoxes = Cfg::kElemBytes == 4 ? 2 : 1;  // boxes per 64 columns
               const uint32_t bar = 5 + cw;
               const int slab0 = static_cast<int>(slab_row(0));  // the caller's first column of this slab
-              const uint32_t buf = epi_smem + (2 * cw + (warp >> 1)) * kCBoxBytes;
               float bv[2] = {0.f, 0.f};
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
@@ -586,7 +596,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               }
 #pragma unroll
               for (int jc = 0; jc < kBN / 64; ++jc) {
-                if (wg_thread == 0) bulk_wait_group_read<0>();
+                const int parity = kTBoxes == 2 ? 0 : epi_boxes++ & 1;
+                const uint32_t buf = epi_smem + (2 * cw + (kTBoxes == 2 ? warp >> 1 : parity)) * kCBoxBytes;
+                if (wg_thread == 0) bulk_wait_group_read<kTBoxes == 2 ? 0 : 1>();
                 named_barrier_sync(bar, 128);
 #pragma unroll
                 for (int jj = 0; jj < 8; ++jj) {
@@ -595,8 +607,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     const uint32_t r = static_cast<uint32_t>(8 * jj + 2 * (lane % 4) + e);  // box row
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
-                      const uint32_t byte = static_cast<uint32_t>(((warp & 1) * 16 + lane / 4 + 8 * h) * 4);
-                      st_shared_b32(buf + sw128_offset(r, byte), __float_as_uint(acc[0][4 * (8 * jc + jj) + 2 * h + e] + bv[h]));
+                      const int box_col = (kTBoxes == 2 ? (warp & 1) * 16 : warp * 16) + lane / 4 + 8 * h;
+                      const uint32_t byte = static_cast<uint32_t>(box_col * Cfg::kElemBytes);
+                      const float x = acc[0][4 * (8 * jc + jj) + 2 * h + e] + bv[h];
+                      if constexpr (Cfg::kElemBytes == 4)
+                        st_shared_b32(buf + sw128_offset(r, byte), __float_as_uint(x));
+                      else
+                        st_shared_b16(buf + sw128_offset(r, byte), OutCast<T>::bits1(x));
                     }
                   }
                 }
@@ -604,8 +621,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 named_barrier_sync(bar, 128);
                 if (wg_thread == 0) {
                   const int row0 = tc.tn * kBN + 64 * jc;
-                  tma_store_3d(&tmap_c, epi_smem + 2 * cw * kCBoxBytes, slab0, row0, tc.b);
-                  tma_store_3d(&tmap_c, epi_smem + (2 * cw + 1) * kCBoxBytes, slab0 + 32, row0, tc.b);
+                  if constexpr (kTBoxes == 2) {
+                    tma_store_3d(&tmap_c, epi_smem + 2 * cw * kCBoxBytes, slab0, row0, tc.b);
+                    tma_store_3d(&tmap_c, epi_smem + (2 * cw + 1) * kCBoxBytes, slab0 + 32, row0, tc.b);
+                  } else {
+                    tma_store_3d(&tmap_c, buf, slab0, row0, tc.b);
+                  }
                   bulk_commit_group();
                 }
               }
@@ -1093,7 +1114,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // TMA stores where C allows them (16-byte aligned base and strides;
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
   args.c_trans = c.c_trans ? 1 : 0;
-  if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a tf32 cooperative kernel";
+  if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
   CUtensorMap map_c{};
   if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
       pointer_alignment(p.c) >= 16 && tma_stride_ok(p.c_row_stride, es) &&
@@ -1175,6 +1196,12 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     case 2: return launch_sm90<Sm90Config<T, BN, true, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
     default: return launch_sm90<Sm90Config<T, BN, true, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
   }
+    if (c.c_trans) {  // C^T's tiles stored transposed: 128x256 only (hopper.cu's swap16_wanted)
+      if (c.tile != Tile::k128x256 || c.pingpong || c.split_k > 1 || c.sk_tiles > 0)
+        return "sm90: a 16-bit transposed C needs cooperative 128x256 tiles";
+      if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false, false, true)
+      TILED_SM90_LAYOUTS(256, 1, false, false, true)
+    }
     if (c.tile == Tile::k128x256) {
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)
       TILED_SM90_LAYOUTS(256, 1, false)

@@ -270,6 +270,47 @@ using sm90::tma_stride_ok;
   return p.M <= 64 && p.N > 64;
 }
 
+// The time of a whole-tile schedule in 128x256 cooperative waves (x100),
+// from the weights choose() uses: a wave of 128x192 tiles 0.79, of 128x128
+// cooperative tiles 0.56, of ping-pong 128x128 tiles 0.54; 2-CTA clusters
+// count waves of pairs on half the SMs.  -1 for schedules not priced so
+// (128x64 tiles, split-K, stream-K).
+[[maybe_unused]] int64_t wave_cost(const GemmProblem& p, const Choice& c, int64_t sms) {
+  if (c.split_k > 1 || c.sk_tiles > 0 || c.tile == Tile::k128x64) return -1;
+  const int64_t tm = ceil_div(p.M, 128), tn = ceil_div(p.N, tile_bn(c.tile));
+  const int64_t waves = c.cluster == 2 ? ceil_div(ceil_div(tm, 2) * tn * p.batch, sms / 2 > 0 ? sms / 2 : 1)
+                                       : ceil_div(tm * tn * p.batch, sms);
+  const int64_t weight = c.pingpong ? 54 : c.tile == Tile::k128x256 ? 100 : c.tile == Tile::k128x192 ? 79 : 56;
+  return waves * weight;
+}
+
+// A 16-bit problem runs swapped, C^T = B^T A^T with C^T's tiles stored
+// transposed by TMA, where the swapped problem's tiles need at least 5%
+// fewer weighted waves (wave_cost): 128x256 tiles run 128 rows of M by 256
+// columns of N, so a small remainder of N past a multiple of 256 costs a
+// wave that the same remainder of M would not.  E.g. 4096x4104x4096 on 132
+// SMs: 544 tiles of 128x256 (4.1 waves), or ping-pong 128x128 in clusters
+// (8 waves of 0.54), against 4104x4096 swapped: 528 tiles, 4 waves.  Only
+// where the swapped choice is cooperative 128x256 tiles (with or without
+// clusters: the kernels built with the transposed epilogue) and C is
+// 16-byte aligned for its TMA stores.  TILED_SM90_SWAP=0: never; =1:
+// wherever such a swapped choice exists (tests).
+[[maybe_unused]] bool swap16_wanted(const GemmProblem& p, const DeviceInfo& dev) {
+  if (p.dtype == DType::f32 || p.M < 1 || p.N < 1) return false;
+  const char* v = setting("TILED_SM90_SWAP");
+  if (v && std::strcmp(v, "0") == 0) return false;
+  if (pointer_alignment(p.c) < 16 || !tma_stride_ok(p.c_row_stride, 2) ||
+      (p.batch > 1 && !tma_stride_ok(p.c_batch_stride, 2)))
+    return false;
+  const GemmProblem q = swap_operands(p);
+  const Choice cq = choose(q, dev);
+  if (cq.tile != Tile::k128x256 || cq.pingpong || cq.split_k > 1 || cq.sk_tiles > 0) return false;
+  if (v && std::strcmp(v, "1") == 0) return true;
+  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
+  const int64_t cost_p = wave_cost(p, choose(p, dev), sms), cost_q = wave_cost(q, cq, sms);
+  return cost_p > 0 && cost_q > 0 && cost_q * 100 < cost_p * 95;
+}
+
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
 // so, its Choice (c_trans set when swapped).
 bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* choice) {
@@ -318,7 +359,7 @@ bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* 
 bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
           Choice* choice = nullptr) {
   const bool nn = tf32_swapped(caller);
-  if (nn || tf32_nt_swap_wanted(caller)) {
+  if (nn || tf32_nt_swap_wanted(caller) || swap16_wanted(caller, dev)) {
     const GemmProblem q = swap_operands(caller);
     if (plan_as(q, true, dev, choice)) {
       if (launched) *launched = q;
@@ -342,7 +383,8 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // 't' column-major.  Variants: 128x256, 128x192, 128x128, 128x64 (cooperative), 128x256c2
   // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
   // (split-K over a cluster of 2/4/8 CTAs), 128x64sk2, 128x256streamk, 128x128streamk,
-  // 128x64streamk (stream-K over the last wave).  Built once.
+  // 128x64streamk (stream-K over the last wave); a 16-bit problem run
+  // swapped (C^T stored transposed) adds "sw", e.g. 128x256sw.  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
   constexpr int kNumVariants = 14;
   static const char* const kVariants[kNumVariants] = {
@@ -350,11 +392,13 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
       "128x128sk8", "128x64",  "128x256streamk", "128x128streamk", "128x64streamk", "128x192",    "128x64sk2"};
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
-    auto* n = new std::string[3 * kNumVariants * 4];
-    for (int d = 0; d < 3; ++d)
-      for (int v = 0; v < kNumVariants; ++v)
-        for (int l = 0; l < 4; ++l)
-          n[(d * kNumVariants + v) * 4 + l] = std::string("sm90_") + kDtypes[d] + "_" + kVariants[v] + "_" + kLayouts[l];
+    auto* n = new std::string[2 * 3 * kNumVariants * 4];
+    for (int sw = 0; sw < 2; ++sw)
+      for (int d = 0; d < 3; ++d)
+        for (int v = 0; v < kNumVariants; ++v)
+          for (int l = 0; l < 4; ++l)
+            n[((sw * 3 + d) * kNumVariants + v) * 4 + l] =
+                std::string("sm90_") + kDtypes[d] + "_" + kVariants[v] + (sw ? "sw_" : "_") + kLayouts[l];
     return n;
   }();
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
@@ -366,9 +410,10 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
                 : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
                 : c.tile == Tile::k128x192 ? 12
                                            : (sk ? 10 : 1);
-  // The caller's layout (a swapped tf32 problem runs its tiles over C^T).
+  // The caller's layout (a swapped problem runs its tiles over C^T).
   const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);
-  return names[(d * kNumVariants + v) * 4 + l].c_str();
+  const int sw = c.c_trans && p.dtype != DType::f32 ? 1 : 0;
+  return names[((sw * 3 + d) * kNumVariants + v) * 4 + l].c_str();
 }
 
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
