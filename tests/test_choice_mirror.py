@@ -45,7 +45,8 @@ def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
         mm, nn = test_hopper.tile_problem(dtype, M, N, layout, batch, K, True if streamk else None)
         a_mn = dtype == torch.float32 and layout in ("NN", "TT")  # tf32's register A
         tile = test_hopper.expected_tile(mm, nn, batch, dtype, K, True if streamk else None, a_mn=a_mn)
-        sw = "sw" if test_hopper.swap16(dtype, M, N, batch, K, True if streamk else None) else ""
+        sw = "sw" if dtype == torch.bfloat16 and test_hopper.swap_waves(dtype, M, N, layout, batch, K,
+                                                                           True if streamk else None) else ""
         want = f"sm90_{'bf16' if dtype == torch.bfloat16 else 'tf32'}_{tile}{sw}_{layout.lower()}"
         if dtype == torch.float32 and layout != "NT" and "sk" in tile:
             want = "none"  # no split-K with a register A: dispatch stages an operand

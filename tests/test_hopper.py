@@ -122,28 +122,32 @@ def wave_cost(M, N, batch, tile):
     return waves * (54 if "pp" in tile else {"256": 100, "192": 79, "128": 56}[tile[4:7]])
 
 
-def swap16(dtype, M, N, batch=1, K=0, streamk=None):
-    """Mirror of hopper.cu's swap16_wanted() (no TILED_SM90_SWAP): a 16-bit
-    problem runs as C^T = B^T A^T where the swapped tiles (cooperative
-    128x256, with or without clusters) need >= 5% fewer weighted waves; C
-    (fresh, contiguous) must be 16-byte aligned."""
-    if dtype not in HALF or N % 8 or (batch > 1 and M * N % 8):
+def swap_waves(dtype, M, N, layout, batch=1, K=0, streamk=None):
+    """Mirror of hopper.cu's swap_fills_waves() (no TILED_SM90_SWAP): a 16-bit
+    problem (any layout) or a tf32 NT runs as C^T = B^T A^T where the swapped
+    tiles (cooperative 128x256, with or without clusters) need >= 5% fewer
+    weighted waves; C (fresh, contiguous) must be 16-byte aligned."""
+    if dtype == torch.float32 and layout != "NT":
+        return False
+    align = 4 if dtype == torch.float32 else 8
+    if N % align or (batch > 1 and M * N % align):
         return False
     swapped = expected_tile(N, M, batch, dtype, K, streamk)
     if swapped not in ("128x256", "128x256c2"):
         return False
-    cost_p, cost_q = wave_cost(M, N, batch, expected_tile(M, N, batch, dtype, K, streamk)), wave_cost(N, M, batch, swapped)
+    cost_p = wave_cost(M, N, batch, expected_tile(M, N, batch, dtype, K, streamk))
+    cost_q = wave_cost(N, M, batch, swapped)
     return cost_p > 0 and cost_q > 0 and cost_q * 100 < cost_p * 95
 
 
 def tile_problem(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """The (M, N) the tiles are chosen for: tf32 runs as C^T = B^T A^T in NN,
     and in NT where M <= 64 < N unless the swapped tiles would split K;
-    16-bit types where swap16 says so."""
+    16-bit types and tf32 NT also where swap_waves says so."""
     if dtype == torch.float32 and (layout == "NN" or (
             layout == "NT" and M <= 64 < N and "sk" not in expected_tile(N, M, batch, dtype, K, streamk))):
         return (N, M)
-    if swap16(dtype, M, N, batch, K, streamk):
+    if swap_waves(dtype, M, N, layout, batch, K, streamk):
         return (N, M)
     return (M, N)
 
@@ -157,7 +161,7 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None):
     if dtype == torch.float32 and layout != "NT" and (
             "sk" in tile or (layout == "TT" and M % 4) or (layout == "NN" and N % 4)):
         return expected_name(dtype, M, N, "NT", batch, K, streamk)
-    sw = "sw" if swap16(dtype, M, N, batch, K, streamk) else ""
+    sw = "sw" if dtype in HALF and swap_waves(dtype, M, N, layout, batch, K, streamk) else ""  # (tf32: unmarked)
     return f"sm90_{TAG[dtype]}_{tile}{sw}_{layout.lower()}"
 
 
@@ -391,7 +395,7 @@ SWAP16_FORCED_SHAPES = [(2048, 2048, 136, None), (4096, 4096, 136, None), (2000,
 def test_swap16_default(monkeypatch, dtype, layout):
     for M, N, K, batch in SWAP16_SHAPES:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        assert swap16(dtype, M, N, batch or 1, K), (M, N, K, batch)
+        assert swap_waves(dtype, M, N, layout, batch or 1, K), (M, N, K, batch)
         want = expected_name(dtype, M, N, layout, batch or 1, K)
         assert "sw_" in want and kernel_name(a, b) == want, (M, N, K, batch)
         bias = rand((N,), dtype, "cuda")
@@ -434,6 +438,26 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
         assert "sw_" not in kernel_name(a, b), (M, N, K)
         check(a, b, dtype)
+
+
+def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):
+    # tf32 NT takes the same wave rule as the 16-bit types (its kernel names
+    # do not mark the swap): 4096x4104 as called is 5 waves of 128x256
+    # pairs, swapped 4 waves of 128x256 tiles without clusters.
+    for M, N, K, batch in SWAP16_SHAPES:
+        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
+        assert tile_problem(torch.float32, M, N, "NT", batch or 1, K) == (N, M), (M, N, K, batch)
+        assert kernel_name(a, b) == expected_name(torch.float32, M, N, "NT", batch or 1, K), (M, N, K, batch)
+        bias = rand((N,), torch.float32, "cuda")
+        tma, checked = outputs_under(monkeypatch, a, b, bias, torch.float32, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
+        assert_close_rel(tma, reference(a, b, bias), torch.float32, TF32_TOL)
+        assert torch.equal(tma, checked), (M, N, K, batch)
+    a, b = make_operands(4096, 4104, 72, torch.float32, "cuda", "NT")
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x256", "NT")
+    for env in ("TILED_SM90_SWAP", "TILED_SM90_TF32_SWAP_NT"):  # =0: as called
+        with monkeypatch.context() as m:
+            m.setenv(env, "0")
+            assert kernel_name(a, b) == variant_name(torch.float32, "128x256c2", "NT"), env
 
 
 def test_f32_without_tf32_is_not_hopper():

@@ -1196,7 +1196,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     case 2: return launch_sm90<Sm90Config<T, BN, true, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
     default: return launch_sm90<Sm90Config<T, BN, true, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
   }
-    if (c.c_trans) {  // C^T's tiles stored transposed: 128x256 only (hopper.cu's swap16_wanted)
+    if (c.c_trans) {  // C^T's tiles stored transposed: 128x256 only (hopper.cu's swap_fills_waves)
       if (c.tile != Tile::k128x256 || c.pingpong || c.split_k > 1 || c.sk_tiles > 0)
         return "sm90: a 16-bit transposed C needs cooperative 128x256 tiles";
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false, false, true)

@@ -284,23 +284,29 @@ using sm90::tma_stride_ok;
   return waves * weight;
 }
 
-// A 16-bit problem runs swapped, C^T = B^T A^T with C^T's tiles stored
-// transposed by TMA, where the swapped problem's tiles need at least 5%
-// fewer weighted waves (wave_cost): 128x256 tiles run 128 rows of M by 256
-// columns of N, so a small remainder of N past a multiple of 256 costs a
-// wave that the same remainder of M would not.  E.g. 4096x4104x4096 on 132
-// SMs: 544 tiles of 128x256 (4.1 waves), or ping-pong 128x128 in clusters
-// (8 waves of 0.54), against 4104x4096 swapped: 528 tiles, 4 waves.  Only
-// where the swapped choice is cooperative 128x256 tiles (with or without
-// clusters: the kernels built with the transposed epilogue) and C is
-// 16-byte aligned for its TMA stores.  TILED_SM90_SWAP=0: never; =1:
-// wherever such a swapped choice exists (tests).
-[[maybe_unused]] bool swap16_wanted(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.dtype == DType::f32 || p.M < 1 || p.N < 1) return false;
+// A bf16/fp16 problem (any layout), or a tf32 NT, runs swapped, C^T = B^T
+// A^T with C^T's tiles stored transposed by TMA, where the swapped
+// problem's tiles need at least 5% fewer weighted waves (wave_cost): 128x256
+// tiles run 128 rows of M by 256 columns of N, so a small remainder of N
+// past a multiple of 256 costs a wave that the same remainder of M would
+// not.  E.g. 4096x4104x4096 on 132 SMs: 544 tiles of 128x256 (4.1 waves),
+// or ping-pong 128x128 in clusters (8 waves of 0.54), against 4104x4096
+// swapped: 528 tiles, 4 waves.  Only where the swapped choice is cooperative
+// 128x256 tiles (with or without clusters; for 16-bit types the kernels
+// built with the transposed epilogue) and C is 16-byte aligned for its TMA
+// stores.  (tf32 NN always runs swapped, see tf32_swapped; a swapped tf32
+// TT or TN would need an N-major B.)  TILED_SM90_SWAP=0: never; =1: wherever
+// such a swapped choice exists (tests); TILED_SM90_TF32_SWAP_NT=0 keeps tf32
+// NT unswapped here too.
+[[maybe_unused]] bool swap_fills_waves(const GemmProblem& p, const DeviceInfo& dev) {
+  const bool tf32_nt = p.dtype == DType::f32 && p.a.row_major() && !p.b.row_major();
+  if ((p.dtype == DType::f32 && (!tf32_nt || setting_is("TILED_SM90_TF32_SWAP_NT", "0"))) || p.M < 1 || p.N < 1)
+    return false;
   const char* v = setting("TILED_SM90_SWAP");
   if (v && std::strcmp(v, "0") == 0) return false;
-  if (pointer_alignment(p.c) < 16 || !tma_stride_ok(p.c_row_stride, 2) ||
-      (p.batch > 1 && !tma_stride_ok(p.c_batch_stride, 2)))
+  const int es = p.dtype == DType::f32 ? 4 : 2;
+  if (pointer_alignment(p.c) < 16 || !tma_stride_ok(p.c_row_stride, es) ||
+      (p.batch > 1 && !tma_stride_ok(p.c_batch_stride, es)))
     return false;
   const GemmProblem q = swap_operands(p);
   const Choice cq = choose(q, dev);
@@ -359,7 +365,7 @@ bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* 
 bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
           Choice* choice = nullptr) {
   const bool nn = tf32_swapped(caller);
-  if (nn || tf32_nt_swap_wanted(caller) || swap16_wanted(caller, dev)) {
+  if (nn || tf32_nt_swap_wanted(caller) || swap_fills_waves(caller, dev)) {
     const GemmProblem q = swap_operands(caller);
     if (plan_as(q, true, dev, choice)) {
       if (launched) *launched = q;
