@@ -108,6 +108,9 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     out.push_back({{"TILED_SM90_N192", "1"}});
     out.push_back({{"TILED_SM90_N192", "0"}});
     out.push_back({{"TILED_SM90_TMA_EPILOGUE", "0"}});
+    // The swapped problem (C^T = B^T A^T on 128x256 tiles) forced on / off.
+    out.push_back({{"TILED_SM90_SWAP", "1"}});
+    out.push_back({{"TILED_SM90_SWAP", "0"}});
   }
   return out;
 }
