@@ -49,8 +49,21 @@ bool disabled(const char* family) {
 
 enum class Family { skinny, hopper, simt_fast, simt_general };
 
+// 33..64 rows against a long N: the Hopper kernel's 128x128 tiles (one
+// wave, half their rows idle) stream B faster than the skinny kernel's
+// 64-row ones.  Measured on an H100 (bf16, A-B-B-A,
+// explore-*-5527302-bf16-m64-hopper.json), skinny / Hopper: 64x14336x4096
+// NN 0.93 / 0.97, NT 0.90 / 0.97; at N = 4096 even or the other way
+// (64x4096x4096 NN 0.81-0.82 / 0.81, NT 0.79-0.81 / 0.81-0.83, 48x4096x4096
+// 0.81-0.82 / 0.78), so from N > 8192 only, one batch, and not when
+// TILED_SKINNY_MAXM sets the skinny kernel's limit explicitly.
+bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
+  return p.M > 32 && p.M <= 64 && p.N > 8192 && p.batch == 1 && !setting("TILED_SKINNY_MAXM") &&
+         !disabled("hopper") && hopper_can_run(p, dev);
+}
+
 Family choose(const GemmProblem& p, const DeviceInfo& dev) {
-  if (!disabled("skinny") && skinny_can_run(p, dev)) return Family::skinny;
+  if (!disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev)) return Family::skinny;
   if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
   // fp32 the tensor cores did not take: strict fp32, or TF32 allowed but the
   // problem too small to stage / the GPU not a Hopper.  Allowing TF32 permits
