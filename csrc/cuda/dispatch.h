@@ -17,6 +17,7 @@ struct DeviceInfo {
   int num_sms = 0;
   size_t max_smem_per_block_optin = 0;  // bytes a block may ask for after cudaFuncSetAttribute
   size_t l2_bytes = 0;
+  double dram_bytes_per_s = 0;  // peak DRAM bandwidth from the memory clock and bus width; 0: unknown
   char name[128] = {};  // e.g. "NVIDIA H200" (the autotuning cache's key)
 };
 

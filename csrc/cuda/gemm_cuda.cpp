@@ -34,6 +34,12 @@ const cuda::DeviceInfo& device_info(int device) {
     info->num_sms = prop->multiProcessorCount;
     info->max_smem_per_block_optin = prop->sharedMemPerBlockOptin;
     info->l2_bytes = prop->l2CacheSize;
+    int mem_khz = 0, bus_bits = 0;  // double data rate: two transfers per clock
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess)
+      info->dram_bytes_per_s = 2.0 * 1000.0 * mem_khz * (bus_bits / 8.0);
+    else
+      (void)cudaGetLastError();
     std::snprintf(info->name, sizeof(info->name), "%s", prop->name);
     cache[device] = std::move(info);
   }

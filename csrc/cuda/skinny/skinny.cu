@@ -75,9 +75,15 @@ int auto_splits(int64_t tiles, int64_t k_blocks, const Launch& l, const DeviceIn
   int splits = 1;
   while (splits < 8 && tiles * splits * 2 <= budget && k_blocks >= 4 * splits * 2) splits *= 2;
   // A K-major B (x @ W.T) read by fewer, longer slices measured slower for
-  // BM = 16 (cluster reduction): N = 14336, M <= 16: 0.86-0.88x at S = 1
-  // against 0.92-0.93x at S = 2 (but M = 32: 0.94x at S = 1, 0.89x at S = 2).
-  if (use_clusters(dev) && l.bm == 16 && l.b_kmajor && splits == 1 && k_blocks >= 16) splits = 2;
+  // BM = 16 (cluster reduction) on an H200 (4.8 TB/s): N = 14336, M <= 16:
+  // 0.86-0.88x at S = 1 against 0.92-0.93x at S = 2 (but M = 32: 0.94x at
+  // S = 1, 0.89x at S = 2).  On an H100 (3.35 TB/s) the other way round:
+  // M = 1 / 4 / 8 / 16 0.94 / 0.93 / 0.93 / 0.93x at S = 2 against 0.96 /
+  // 0.95 / 0.96 / 0.94x at S = 1 (A-B-B-A, explore-*-5527302-bf16-skinny-
+  // nt-split.json).  So S = 2 only from 4 TB/s of DRAM bandwidth (or where
+  // the bandwidth is unknown).
+  const bool fast_dram = dev.dram_bytes_per_s <= 0 || dev.dram_bytes_per_s >= 4e12;
+  if (use_clusters(dev) && fast_dram && l.bm == 16 && l.b_kmajor && splits == 1 && k_blocks >= 16) splits = 2;
   return splits;
 }
 
