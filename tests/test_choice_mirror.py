@@ -1,5 +1,5 @@
 """The sm_90a family's tile/schedule choice (csrc/cuda/hopper/hopper.cu,
-choose(), and the 16-bit swap) against test_hopper.py's Python mirror of it, on 5292 shapes in
+choose(), and the swap by waves) against test_hopper.py's Python mirror of it, on 5292 shapes in
 5 kinds (bf16 NT and TN, tf32 NT, NN and TT), with stream-K as by default
 and switched on.
 
