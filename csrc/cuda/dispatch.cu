@@ -49,16 +49,18 @@ bool disabled(const char* family) {
 
 enum class Family { skinny, hopper, simt_fast, simt_general };
 
-// 33..64 rows against a long N: the Hopper kernel's 128x128 tiles (one
-// wave, half their rows idle) stream B faster than the skinny kernel's
-// 64-row ones.  Measured on an H100 (bf16, A-B-B-A,
-// explore-*-5527302-bf16-m64-hopper.json), skinny / Hopper: 64x14336x4096
-// NN 0.93 / 0.97, NT 0.90 / 0.97; at N = 4096 even or the other way
+// 33..64 rows against a long N: the Hopper kernel's 128-row tiles (half
+// their rows idle) stream B faster than the skinny kernel's 64-row ones.
+// Measured on an H100 (bf16, A-B-B-A, explore-*-{5527302,372ca2e}-bf16-m64-*
+// and -61c6ebe+n6144-*-m64-threshold.txt), skinny / Hopper: 64x14336x4096
+// NN 0.92-0.93 / 0.92-0.97, NT 0.90 / 0.97; 64x11008 NN 0.80 / 0.87;
+// 64x8192 NN 0.84 / 0.91, NT 0.80 / 0.91; 48x8192 0.85 / 0.90; 64x6144 NN
+// 0.81 / 0.81, NT 0.78 / 0.80; at N = 4096 even or the other way
 // (64x4096x4096 NN 0.81-0.82 / 0.81, NT 0.79-0.81 / 0.81-0.83, 48x4096x4096
-// 0.81-0.82 / 0.78), so from N > 8192 only, one batch, and not when
+// 0.81-0.82 / 0.78).  So from N = 6144, one batch, and not when
 // TILED_SKINNY_MAXM sets the skinny kernel's limit explicitly.
 bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
-  return p.M > 32 && p.M <= 64 && p.N > 8192 && p.batch == 1 && !setting("TILED_SKINNY_MAXM") &&
+  return p.M > 32 && p.M <= 64 && p.N >= 6144 && p.batch == 1 && !setting("TILED_SKINNY_MAXM") &&
          !disabled("hopper") && hopper_can_run(p, dev);
 }
 
