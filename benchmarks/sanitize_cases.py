@@ -25,6 +25,27 @@ def bad_result(a, b, bias=None, name_prefix=""):
     return True
 
 
+def sm90_cases(cases, dtype, label, bias=False, name_prefix=""):
+    """Each (M, N, K, batch, settings) in NN and TT (A batched when batch > 1),
+    under its TILED_* settings, with the skinny kernel switched off; returns
+    the failures and prints the kernel that ran."""
+    failures = 0
+    os.environ["TILED_SKINNY_MAXM"] = "0"
+    for M, N, K, batch, env in cases:
+        os.environ.update(env)
+        for lay in ("NN", "TT"):
+            a = torch.randn(batch, M, K, device="cuda", dtype=dtype)
+            a = layouts(a[0], lay[0]) if batch == 1 else a
+            b = layouts(torch.randn(K, N, device="cuda", dtype=dtype), lay[1])
+            bias_t = torch.randn(N, device="cuda", dtype=dtype) if bias else None
+            failures += bad_result(a, b, bias_t, name_prefix=name_prefix)
+            print(f"{label} {M}x{N}x{K} batch {batch} {lay}: {torch.ops.tiled.gemm_kernel_name(a, b)}")
+        for k in env:
+            del os.environ[k]
+    del os.environ["TILED_SKINNY_MAXM"]
+    return failures
+
+
 def main():
     failures = 0
     for dtype, tf32 in ((torch.float32, False), (torch.float32, True), (torch.bfloat16, False),
@@ -56,24 +77,13 @@ def main():
     # per CTA, whose box buffers are reused from tile to tile);
     # 128x192 tiles
     # (forced onto small ragged shapes, which would otherwise take 128x64).
-    os.environ["TILED_SKINNY_MAXM"] = "0"
     N192 = {"TILED_SM90_N192": "1", "TILED_SM90_NARROW": "0"}
-    for M, N, K, batch, env in ((200, 300, 1000, 1, {"TILED_SM90_STREAMK": "1"}),
-                                (129, 136, 520, 3, {"TILED_SM90_STREAMK": "1"}), (256, 256, 8192, 1, {}),
-                                (200, 300, 136, 1, N192), (129, 402, 72, 2, N192), (100, 264, 2056, 1, {}),
-                                (256, 520, 136, 1, {}), (130, 264, 72, 3, {}),
-                                # several tiles per CTA: 128x128 (288 tiles), 128x256c2 (512)
-                                (2048, 2304, 72, 1, {}), (4096, 4096, 64, 1, {})):
-        os.environ.update(env)
-        for lay in ("NN", "TT"):
-            a = torch.randn(batch, M, K, device="cuda", dtype=torch.bfloat16)
-            a = layouts(a[0], lay[0]) if batch == 1 else a
-            b = layouts(torch.randn(K, N, device="cuda", dtype=torch.bfloat16), lay[1])
-            failures += bad_result(a, b)
-            print(f"sm90 {M}x{N}x{K} batch {batch} {lay}: {torch.ops.tiled.gemm_kernel_name(a, b)}")
-        for k in env:
-            del os.environ[k]
-    del os.environ["TILED_SKINNY_MAXM"]
+    failures += sm90_cases(((200, 300, 1000, 1, {"TILED_SM90_STREAMK": "1"}),
+                            (129, 136, 520, 3, {"TILED_SM90_STREAMK": "1"}), (256, 256, 8192, 1, {}),
+                            (200, 300, 136, 1, N192), (129, 402, 72, 2, N192), (100, 264, 2056, 1, {}),
+                            (256, 520, 136, 1, {}), (130, 264, 72, 3, {}),
+                            # several tiles per CTA: 128x128 (288 tiles), 128x256c2 (512)
+                            (2048, 2304, 72, 1, {}), (4096, 4096, 64, 1, {})), torch.bfloat16, "sm90")
     # tf32 NT with M <= 64 < N runs swapped (C^T stored transposed by the
     # shared-memory kernels): TMA boxes, checked stores (N % 4 != 0), a batch.
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -87,19 +97,9 @@ def main():
     # TMA, 64-column boxes alternating between two buffers): N just past 256
     # columns (a ragged last tile row of C^T), a batch with a ragged N, and
     # 2-CTA clusters (forced).
-    os.environ["TILED_SKINNY_MAXM"] = "0"
-    for M, N, K, batch, env in ((1024, 4104, 64, 1, {}), (2000, 640, 64, 3, {}),
-                                (1024, 4104, 64, 1, {"TILED_SM90_SWAP": "1", "TILED_SM90_CLUSTER": "2"})):
-        os.environ.update(env)
-        for lay in ("NN", "TT"):
-            a = torch.randn(batch, M, K, device="cuda", dtype=torch.float16)
-            a = layouts(a[0], lay[0]) if batch == 1 else a
-            b = layouts(torch.randn(K, N, device="cuda", dtype=torch.float16), lay[1])
-            failures += bad_result(a, b, torch.randn(N, device="cuda", dtype=torch.float16), name_prefix="sm90_f16")
-            print(f"sm90 swapped {M}x{N}x{K} batch {batch} {lay}: {torch.ops.tiled.gemm_kernel_name(a, b)}")
-        for k in env:
-            del os.environ[k]
-    del os.environ["TILED_SKINNY_MAXM"]
+    failures += sm90_cases(((1024, 4104, 64, 1, {}), (2000, 640, 64, 3, {}),
+                            (1024, 4104, 64, 1, {"TILED_SM90_SWAP": "1", "TILED_SM90_CLUSTER": "2"})),
+                           torch.float16, "sm90 swapped", bias=True, name_prefix="sm90_f16")
     for step in range(1, 9):
         a = torch.randn(65, 63, device="cuda", dtype=torch.float32)
         b = torch.randn(63, 129, device="cuda", dtype=torch.float32)

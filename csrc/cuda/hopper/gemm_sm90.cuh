@@ -1116,9 +1116,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.c_trans = c.c_trans ? 1 : 0;
   if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
   CUtensorMap map_c{};
-  if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") &&
-      pointer_alignment(p.c) >= 16 && tma_stride_ok(p.c_row_stride, es) &&
-      (p.batch <= 1 || tma_stride_ok(p.c_batch_stride, es))) {
+  if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
     OperandMapSpec sc{};
     sc.dtype = tma_dtype<T>();
     sc.elem_bytes = es;

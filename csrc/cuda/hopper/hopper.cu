@@ -23,6 +23,7 @@ using sm90::Choice;
 using sm90::Tile;
 using sm90::tile_bn;
 using sm90::stream_k_tiles;
+using sm90::c_tma_ok;
 using sm90::tma_stride_ok;
 
 [[maybe_unused]] constexpr int64_t kMaxInt = 0x7fffffff;
@@ -302,16 +303,11 @@ using sm90::tma_stride_ok;
   const bool tf32_nt = p.dtype == DType::f32 && p.a.row_major() && !p.b.row_major();
   if ((p.dtype == DType::f32 && (!tf32_nt || setting_is("TILED_SM90_TF32_SWAP_NT", "0"))) || p.M < 1 || p.N < 1)
     return false;
-  const char* v = setting("TILED_SM90_SWAP");
-  if (v && std::strcmp(v, "0") == 0) return false;
-  const int es = p.dtype == DType::f32 ? 4 : 2;
-  if (pointer_alignment(p.c) < 16 || !tma_stride_ok(p.c_row_stride, es) ||
-      (p.batch > 1 && !tma_stride_ok(p.c_batch_stride, es)))
-    return false;
+  if (setting_is("TILED_SM90_SWAP", "0") || !c_tma_ok(p, p.dtype == DType::f32 ? 4 : 2)) return false;
   const GemmProblem q = swap_operands(p);
   const Choice cq = choose(q, dev);
   if (cq.tile != Tile::k128x256 || cq.pingpong || cq.split_k > 1 || cq.sk_tiles > 0) return false;
-  if (v && std::strcmp(v, "1") == 0) return true;
+  if (setting_is("TILED_SM90_SWAP", "1")) return true;
   const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
   const int64_t cost_p = wave_cost(p, choose(p, dev), sms), cost_q = wave_cost(q, cq, sms);
   return cost_p > 0 && cost_q > 0 && cost_q * 100 < cost_p * 95;

@@ -78,6 +78,13 @@ inline bool tma_stride_ok(int64_t stride_elems, int es) {
   return bytes % 16 == 0 && bytes < (int64_t{1} << 40);
 }
 
+// Whether TMA can store `p`'s C (elements of es bytes): a 16-byte aligned
+// base, row and (batched) batch strides.
+inline bool c_tma_ok(const GemmProblem& p, int es) {
+  return pointer_alignment(p.c) >= 16 && tma_stride_ok(p.c_row_stride, es) &&
+         (p.batch <= 1 || tma_stride_ok(p.c_batch_stride, es));
+}
+
 constexpr int tile_bn(Tile t) {
   return t == Tile::k128x256 ? 256 : t == Tile::k128x192 ? 192 : t == Tile::k128x128 ? 128 : 64;
 }
