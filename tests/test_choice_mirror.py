@@ -1,6 +1,6 @@
 """The sm_90a family's tile/schedule choice (csrc/cuda/hopper/hopper.cu,
 choose(), and the swap by waves) against test_hopper.py's Python mirror of it, on 5292 shapes in
-5 kinds (bf16 NT and TN, tf32 NT, NN and TT), with stream-K as by default
+6 kinds (bf16 NT, TN and NN, tf32 NT, NN and TT), with stream-K as by default
 and switched on.
 
 Host-only: builds hopper.cu with a stub-launcher driver (tests/host/
@@ -32,7 +32,7 @@ def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
     vals = [1, 65, 128, 129, 256, 300, 512, 640, 768, 777, 1000, 1024, 1536, 2048, 2056, 3000, 4096, 4104, 5000, 8192,
             14336]
     cases = [(M, N, K, batch, dt) for M in vals for N in vals for K in (64, 1000, 2048, 4096, 8192, 16384)
-             for batch in (1, 3) for dt in (0, 1, 2, 3, 4)]
+             for batch in (1, 3) for dt in (0, 1, 2, 3, 4, 5)]
     text = "\n".join(" ".join(map(str, c)) for c in cases)
     env = dict(os.environ, TILED_SM90_STREAMK="1") if streamk else None
     got = subprocess.run([driver], input=text, capture_output=True, text=True, check=True, timeout=120,
@@ -40,17 +40,20 @@ def test_choice_matches_python_mirror(driver, monkeypatch, streamk):
     assert len(got) == len(cases)
     bad = []
     for (M, N, K, batch, dt), name in zip(cases, got):
-        dtype = torch.bfloat16 if dt in (0, 4) else torch.float32
-        layout = ["NT", "NT", "NN", "TT", "TN"][dt]
+        dtype = torch.bfloat16 if dt in (0, 4, 5) else torch.float32
+        layout = ["NT", "NT", "NN", "TT", "TN", "NN"][dt]
         mm, nn = test_hopper.tile_problem(dtype, M, N, layout, batch, K, True if streamk else None)
         a_mn = dtype == torch.float32 and layout in ("NN", "TT")  # tf32's register A
         tile = test_hopper.expected_tile(mm, nn, batch, dtype, K, True if streamk else None, a_mn=a_mn)
         sw = "sw" if dtype == torch.bfloat16 and test_hopper.swap_waves(dtype, M, N, layout, batch, K,
                                                                            True if streamk else None) else ""
         want = f"sm90_{'bf16' if dtype == torch.bfloat16 else 'tf32'}_{tile}{sw}_{layout.lower()}"
+        width = test_hopper.swap_width(dtype, M, N, layout, batch, K, True if streamk else None)
+        if width:
+            want = f"sm90_bf16_{width}sw_{layout.lower()}"
         if dtype == torch.float32 and layout != "NT" and "sk" in tile:
             want = "none"  # no split-K with a register A: dispatch stages an operand
-        if layout == "NN" and N % 4:
+        if layout == "NN" and N % (8 if dtype == torch.bfloat16 else 4):
             want = "none"  # a row-major B's leading dimension (N) is not 16-byte aligned
         if layout == "TT" and M % 4:
             want = "none"  # a column-major A's leading dimension (M) is not 16-byte aligned

@@ -140,10 +140,43 @@ def swap_waves(dtype, M, N, layout, batch=1, K=0, streamk=None):
     return cost_p > 0 and cost_q > 0 and cost_q * 100 < cost_p * 95
 
 
+SWAP_WIDTHS = (144, 160, 208)
+
+
+def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
+    """Mirror of hopper.cu's swap_width() (no TILED_SM90_SWAP_WIDTH; None
+    also where a schedule setting is given: here TILED_SM90_STREAMK when
+    streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs swapped on 128 x W
+    tiles (W columns of M, W in SWAP_WIDTHS, narrowest first) where their
+    waves, each weighted W / 256 / 0.95, come >= 5% under wave_cost of the
+    choice as called (or of the 128x256 swap where swap_waves takes it, if
+    lower); C (fresh, contiguous) must be 16-byte aligned.  The
+    tile name ("128x144") or None."""
+    if dtype not in HALF or layout[0] != "N" or N % 8 or (batch > 1 and M * N % 8) or streamk is not None:
+        return None
+    cost_p = wave_cost(M, N, batch, expected_tile(M, N, batch, dtype, K, streamk))
+    if cost_p <= 0:
+        return None
+    if swap_waves(dtype, M, N, layout, batch, K, streamk):  # the 128x256 swap's cost, if lower
+        cost_q = wave_cost(N, M, batch, expected_tile(N, M, batch, dtype, K, streamk))
+        cost_p = min(cost_p, cost_q) if cost_q > 0 else cost_p
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    best, best_cost = None, cost_p * 95
+    for w in SWAP_WIDTHS:
+        weight = (w * 10000 + 256 * 95 // 2) // (256 * 95)
+        cost = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms()) * weight * 100
+        if cost < best_cost:
+            best, best_cost = f"128x{w}", cost
+    return best
+
+
 def tile_problem(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """The (M, N) the tiles are chosen for: tf32 runs as C^T = B^T A^T in NN,
     and in NT where M <= 64 < N unless the swapped tiles would split K;
-    16-bit types and tf32 NT also where swap_waves says so."""
+    16-bit types and tf32 NT also where swap_waves says so, 16-bit NN / NT
+    where swap_width does."""
+    if swap_width(dtype, M, N, layout, batch, K, streamk):
+        return (N, M)
     if dtype == torch.float32 and (layout == "NN" or (
             layout == "NT" and M <= 64 < N and "sk" not in expected_tile(N, M, batch, dtype, K, streamk))):
         return (N, M)
@@ -156,6 +189,9 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """The config that runs (after any staging copy).  tf32 NN / TT run a
     register-A kernel unless their tiles split K or the MN-major operand's
     leading dimension is not 16-byte aligned: then an NT copy runs."""
+    width = swap_width(dtype, M, N, layout, batch, K, streamk)
+    if width:
+        return f"sm90_{TAG[dtype]}_{width}sw_{layout.lower()}"
     tile = expected_tile(*tile_problem(dtype, M, N, layout, batch, K, streamk), batch, dtype, K, streamk,
                          a_mn=layout in ("NN", "TT"))
     if dtype == torch.float32 and layout != "NT" and (
@@ -438,6 +474,69 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
         assert "sw_" not in kernel_name(a, b), (M, N, K)
         check(a, b, dtype)
+
+
+# 16-bit NN / NT problems run swapped on 128 x 144 / 160 / 208 tiles (144,
+# 160 or 208 columns of M) where those pack M into fewer weighted waves:
+# 1536^2 (132 tiles of 128x144 against 96 of 128x192), 1280 rows at N = 4096
+# (2 waves of 128x160 against 3 of 128x128), 777 rows (128 tiles of 128x208
+# against 112 of 128x256), 1792^2 (126 tiles of 128x208 against 98 of
+# 128x256, whose 128x192 alternative needs two waves).
+SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
+                     (1792, 1792, 200, None)]
+# Forced (TILED_SM90_SWAP_WIDTH): ragged M (the last tile's last 64-column
+# chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
+# per CTA.
+SWAP_WIDTH_FORCED_SHAPES = [(300, 1000, 136, None), (65, 72, 64, None), (145, 136, 200, 3),
+                            (2000, 2504, 72, None), (208, 128, 520, None), (4096, 1024, 64, 2)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_swap_width_default(monkeypatch, dtype, layout):
+    for M, N, K, batch in SWAP_WIDTH_SHAPES:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        width = swap_width(dtype, M, N, layout, batch or 1, K)
+        assert width, (M, N, K, batch)
+        assert kernel_name(a, b) == variant_name(dtype, width + "sw", layout) == expected_name(
+            dtype, M, N, layout, batch or 1, K), (M, N, K, batch)
+        check(a, b, dtype, bias=(M % 2 == 0))
+    assert swap_width(dtype, 1536, 1536, layout) == "128x144"
+    assert swap_width(dtype, 1280, 4096, layout) == "128x160"
+    assert swap_width(dtype, 777, 4096, layout) == "128x208"
+    # TILED_SM90_SWAP_WIDTH=0, or either 128x256 swap setting: never
+    a, b = make_operands(1536, 1536, 72, dtype, "cuda", layout)
+    for env, val in (("TILED_SM90_SWAP_WIDTH", "0"), ("TILED_SM90_SWAP", "0"), ("TILED_SM90_SWAP", "1")):
+        with monkeypatch.context() as m:
+            m.setenv(env, val)
+            assert kernel_name(a, b) == variant_name(dtype, "128x192", layout), env
+    # A column-major A (TN, TT) has no K-major B when swapped: as called.
+    for lay in ("TN", "TT"):
+        assert swap_width(dtype, 1536, 1536, lay) is None
+        a, b = make_operands(1536, 1536, 72, dtype, "cuda", lay)
+        assert kernel_name(a, b) == variant_name(dtype, "128x192", lay)
+
+
+@pytest.mark.parametrize("width", SWAP_WIDTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_swap_width_forced(monkeypatch, dtype, layout, width):
+    monkeypatch.setenv("TILED_SM90_SWAP_WIDTH", str(width))
+    for M, N, K, batch in SWAP_WIDTH_FORCED_SHAPES:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        if layout[0] == "T" or N % 8:  # as called (no K-major B when swapped / C not TMA-aligned)
+            assert "sw_" not in kernel_name(a, b) or "128x256sw" in kernel_name(a, b), (M, N, K, batch)
+            check(a, b, dtype)
+            continue
+        assert kernel_name(a, b) == variant_name(dtype, f"128x{width}sw", layout), (M, N, K, batch)
+        bias = rand((N,), dtype, "cuda") if M % 2 == 0 else None
+        # TMA stores of C^T's boxes (whole and partial chunks) against the
+        # checked element stores: same bits, nothing written past the tile
+        tma, checked = outputs_under(monkeypatch, a, b, bias, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
+        assert_close_rel(tma, reference(a, b, bias), dtype)
+        assert torch.equal(tma, checked), (M, N, K, batch)
+        if batch is None:
+            exact_check(M, N, K, dtype, layout, bias=(M % 2 == 1))
 
 
 def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):
@@ -1151,6 +1250,8 @@ N192_SHAPES = [(1536, 1536, 1032, None), (640, 4096, 136, None), (768, 1000, 520
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_n192_tiles(monkeypatch, dtype, layout):
+    # (NN and NT would run 1536^2 and 640x4096 swapped on 128x144 / 128x160 tiles)
+    monkeypatch.setenv("TILED_SM90_SWAP_WIDTH", "0")
     check_config_shapes(N192_SHAPES, dtype, layout, "128x192")
     # Forced on a full grid: several persistent tiles per CTA (176 tiles),
     # ring phases carried across tiles; and forced off.
@@ -1302,12 +1403,12 @@ def test_deep_k_defaults(monkeypatch, dtype):
     # for <= 11 tiles of 128x128, stream-K up to a quarter of the SMs.
     monkeypatch.delenv("TILED_SM90_STREAMK", raising=False)
     monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
-    for M, N, K, kind in [(1536, 1536, 1536, "128x192_"), (256, 256, 8192, "sk8"), (384, 384, 8192, "sk8"),
+    for M, N, K, kind in [(1536, 1536, 1536, "128x144sw_"), (256, 256, 8192, "sk8"), (384, 384, 8192, "sk8"),
                           (256, 256, 8128, "128x64sk2_"), (512, 512, 8192, "streamk"), (256, 1024, 8200, "streamk"),
                           (1000, 1000, 8192, "128x64_")]:
         a, b = make_operands(M, N, K, dtype, "cuda", "NT")
         assert kind in kernel_name(a, b), (M, N, K)
-        assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, 1, dtype, K), "NT"), (M, N, K)
+        assert kernel_name(a, b) == expected_name(dtype, M, N, "NT", 1, K), (M, N, K)
         check(a, b, dtype)
     monkeypatch.setenv("TILED_SM90_STREAMK", "0")  # the 128x64 tiles split K in two instead
     a, b = make_operands(512, 512, 8192, dtype, "cuda", "NT")

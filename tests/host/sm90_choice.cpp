@@ -1,6 +1,6 @@
 // Host-only driver of the sm_90a kernel family's tile/schedule choice: reads
 // "M N K batch kind" lines (kind 0 = bf16 NT, 1 = tf32 NT, 2 = tf32 NN,
-// 3 = tf32 TT, 4 = bf16 TN; NT: A row-major, B column-major) and prints the config name hopper_config_name picks on a
+// 3 = tf32 TT, 4 = bf16 TN, 5 = bf16 NN; NT: A row-major, B column-major) and prints the config name hopper_config_name picks on a
 // 132-SM sm_90 device with 227 KB of opt-in shared memory, or "none".  The
 // launchers are stubs: nothing runs on a GPU.  Built and driven by
 // tests/test_choice_mirror.py to keep test_hopper.py's Python mirror of
@@ -32,11 +32,11 @@ int main() {
   while (std::scanf("%lld %lld %lld %lld %d", &M, &N, &K, &batch, &dt) == 5) {
     GemmProblem p;
     p.M = M, p.N = N, p.K = K, p.batch = batch;
-    p.dtype = dt == 0 || dt == 4 ? DType::bf16 : DType::f32;
+    p.dtype = dt == 0 || dt == 4 || dt == 5 ? DType::bf16 : DType::f32;
     p.allow_tf32 = true;
     p.a.ptr = buf, p.a.row_stride = K, p.a.col_stride = 1, p.a.batch_stride = M * K;
     p.b.ptr = buf, p.b.row_stride = 1, p.b.col_stride = K, p.b.batch_stride = N * K;
-    if (dt == 2) p.b.row_stride = N, p.b.col_stride = 1;  // B row-major
+    if (dt == 2 || dt == 5) p.b.row_stride = N, p.b.col_stride = 1;  // B row-major
     if (dt == 3 || dt == 4) p.a.row_stride = 1, p.a.col_stride = M;  // A column-major
     if (dt == 4) p.b.row_stride = N, p.b.col_stride = 1;               // B row-major
     p.c = buf, p.c_row_stride = N, p.c_batch_stride = M * N;

@@ -116,6 +116,13 @@ struct Sm90Config {
   // whose swapped tiles fill the waves better (hopper.cu), so that the
   // kernels of unswapped problems do not carry the transposed epilogue.
   static constexpr bool kCTrans = sizeof(T) == 4 ? !kPingPong_ && !kSplitK_ : kTransC_;
+  // Widths that are not a multiple of 64 (144, 160, 208) run swapped only:
+  // every tile is C^T's, whatever KernelArgs::c_trans says.
+  static constexpr bool kSwappedOnly = kBN_ % 64 != 0;
+  // Rows of the caller's C per transposed TMA store: a tile's last 64-column
+  // chunk of C^T may be 16 or 32 wide, and a store must not spill into the
+  // next tile's rows.
+  static constexpr int kTBoxRows = kBN_ % 64 == 0 ? 64 : kBN_ % 64;
   // Elements of M or N per 128-byte row of an MN-major chunk (one TMA box).
   static constexpr int kMNBox = 128 / static_cast<int>(sizeof(T));
   // CTAs per cluster along M.  2: the pair computes tiles (2p, n) and
@@ -154,7 +161,10 @@ struct Sm90Config {
   static constexpr int kBBytes = kBN * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr Tile kTile = kBN == 256   ? Tile::k128x256
+                                : kBN == 208 ? Tile::k128x208
                                 : kBN == 192 ? Tile::k128x192
+                                : kBN == 160 ? Tile::k128x160
+                                : kBN == 144 ? Tile::k128x144
                                 : kBN == 128 ? Tile::k128x128
                                              : Tile::k128x64;
   static constexpr int kStages = tile_stages(kTile);
@@ -178,12 +188,15 @@ struct Sm90Config {
   // registers (cooperative configs only); an N-major B needs a 16-bit type.
   static_assert(!kBMN || kElemBytes == 2, "an N-major B needs a 16-bit type");
   static_assert(!kARegs || (!kPingPong && !kSplitK), "register A: cooperative, no split");
-  static_assert(kBN == 64 || kBN == 128 || kBN == 192 || kBN == 256, "instantiated wgmma N sizes");
+  static_assert(kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 192 || kBN == 208 || kBN == 256,
+                "instantiated wgmma N sizes");
+  static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144/160/208: swapped, K-major B, no cluster");
+  static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
-  static_assert(!kTransC_ || (kElemBytes == 2 && kBN == 256 && !kPingPong && !kSplitK),
-                "16-bit transposed-C kernels: cooperative 128x256 tiles");
+  static_assert(!kTransC_ || (kElemBytes == 2 && (kBN == 256 || kSwappedOnly) && !kPingPong && !kSplitK),
+                "16-bit transposed-C kernels: cooperative 128x256 tiles or the swapped-only widths");
   static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
   static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
   static_assert(!kSplitK || kBM * kPartialStride * 4 <= kStages * kStageBytes, "partial tile fits the ring");
@@ -570,7 +583,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // First row of the m-th 64-row slab this warpgroup stores.
       auto slab_row = [&](int m) { return static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64; };
       if constexpr (Cfg::kCTrans) {
-        if (args.c_trans) {
+        if (Cfg::kSwappedOnly || args.c_trans) {
           // C^T: this thread's rows are columns of the caller's C (and index
           // the bias), its columns are C's rows.
           if constexpr (Cfg::kTmaEpilogue) {
@@ -595,13 +608,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 if (bias && col < args.M) bv[h] = OutCast<T>::load(bias + col);
               }
 #pragma unroll
-              for (int jc = 0; jc < kBN / 64; ++jc) {
+              for (int jc = 0; jc < (kBN + 63) / 64; ++jc) {
                 const int parity = kTBoxes == 2 ? 0 : epi_boxes++ & 1;
                 const uint32_t buf = epi_smem + (2 * cw + (kTBoxes == 2 ? warp >> 1 : parity)) * kCBoxBytes;
                 if (wg_thread == 0) bulk_wait_group_read<kTBoxes == 2 ? 0 : 1>();
                 named_barrier_sync(bar, 128);
 #pragma unroll
                 for (int jj = 0; jj < 8; ++jj) {
+                  if (8 * jc + jj >= kBN / 8) break;  // the narrow widths' last chunk
 #pragma unroll
                   for (int e = 0; e < 2; ++e) {
                     const uint32_t r = static_cast<uint32_t>(8 * jj + 2 * (lane % 4) + e);  // box row
@@ -625,7 +639,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     tma_store_3d(&tmap_c, epi_smem + 2 * cw * kCBoxBytes, slab0, row0, tc.b);
                     tma_store_3d(&tmap_c, epi_smem + (2 * cw + 1) * kCBoxBytes, slab0 + 32, row0, tc.b);
                   } else {
-                    tma_store_3d(&tmap_c, buf, slab0, row0, tc.b);
+                    // A whole chunk of 64 of C's rows, or the 16 / 32 left at a narrow tile's end.
+                    constexpr int kRowsLeft = kBN % 64 == 0 ? 64 : kBN % 64;
+                    const int rows = 64 * (jc + 1) <= kBN ? 64 : kRowsLeft;
+#pragma unroll
+                    for (int s = 0; s < 64 / Cfg::kTBoxRows; ++s)
+                      if (s * Cfg::kTBoxRows < rows)
+                        tma_store_3d(&tmap_c, buf + s * Cfg::kTBoxRows * 128, slab0, row0 + s * Cfg::kTBoxRows, tc.b);
                   }
                   bulk_commit_group();
                 }
@@ -1115,6 +1135,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
   args.c_trans = c.c_trans ? 1 : 0;
   if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
+  if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144/160/208 tiles run swapped only";
   CUtensorMap map_c{};
   if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
     OperandMapSpec sc{};
@@ -1125,7 +1146,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     sc.batch_stride = p.batch > 1 ? static_cast<uint64_t>(p.c_batch_stride) : 0;
     // C^T's (m, n) is the caller's C[n][m]: C is [this problem's N][M].
     sc.inner = c.c_trans ? p.M : p.N, sc.outer = c.c_trans ? p.N : p.M, sc.outer_stride = p.c_row_stride;
-    sc.box_inner = 128 / es, sc.box_outer = 64;
+    sc.box_inner = 128 / es, sc.box_outer = c.c_trans ? Cfg::kTBoxRows : 64;
     args.c_tma = encode_operand_map(&map_c, sc) == nullptr ? 1 : 0;  // else the register stores
   }
   args.c_via_smem = !c_groups_aligned(4) && !checked_only && !c.c_trans && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
@@ -1194,9 +1215,24 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     case 2: return launch_sm90<Sm90Config<T, BN, true, false, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
     default: return launch_sm90<Sm90Config<T, BN, true, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
   }
-    if (c.c_trans) {  // C^T's tiles stored transposed: 128x256 only (hopper.cu's swap_fills_waves)
-      if (c.tile != Tile::k128x256 || c.pingpong || c.split_k > 1 || c.sk_tiles > 0)
-        return "sm90: a 16-bit transposed C needs cooperative 128x256 tiles";
+    if (c.c_trans) {  // C^T's tiles stored transposed (hopper.cu's swap_fills_waves, swap_width)
+      if (c.pingpong || c.split_k > 1 || c.sk_tiles > 0 || (c.cluster != 1 && c.tile != Tile::k128x256))
+        return "sm90: a 16-bit transposed C needs cooperative whole tiles";
+      if (tile_swapped_only(c.tile)) {
+        // K-major B only (the caller's row-major A), no cluster.
+        if (c.b_mn) return "sm90: 128x144/160/208 tiles need a K-major B";
+        const int bn = tile_bn(c.tile);
+#define TILED_SM90_SWAPPED_ONLY(BN)                                                                               \
+  if (bn == BN) {                                                                                                 \
+    if (c.a_mn) return launch_sm90<Sm90Config<T, BN, true, false, 1, false, false, true>>(p, dev, stream, c, workspace); \
+    return launch_sm90<Sm90Config<T, BN, false, false, 1, false, false, true>>(p, dev, stream, c, workspace);       \
+  }
+        TILED_SM90_SWAPPED_ONLY(144)
+        TILED_SM90_SWAPPED_ONLY(160)
+        TILED_SM90_SWAPPED_ONLY(208)
+#undef TILED_SM90_SWAPPED_ONLY
+      }
+      if (c.tile != Tile::k128x256) return "sm90: a 16-bit transposed C needs cooperative 128x256 tiles";
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false, false, true)
       TILED_SM90_LAYOUTS(256, 1, false, false, true)
     }

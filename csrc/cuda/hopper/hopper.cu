@@ -313,12 +313,69 @@ using sm90::tma_stride_ok;
   return cost_p > 0 && cost_q > 0 && cost_q * 100 < cost_p * 95;
 }
 
+// The swapped-only widths, narrowest first, and their weight per wave in
+// 128x256 waves (x100): the width's share of 256 columns at 95% of the
+// 128x256 tile's efficiency, as for 128x192 (0.75 / 0.95 = 0.79).
+constexpr Tile kSwapWidths[3] = {Tile::k128x144, Tile::k128x160, Tile::k128x208};
+constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 * 95 / 2) / (256 * 95); }
+
+// A bf16/fp16 problem with a row-major A may run swapped on 128-row tiles of
+// N by 144, 160 or 208 columns of M (C^T = B^T A^T, whose B = A^T is then
+// K-major, so a tile of any width arrives as exactly that many rows; C^T's
+// tiles stored transposed by TMA): M is covered in steps that whole tiles of
+// 128 or 256 columns pack badly into waves, e.g. 1536^3 on 132 SMs: 96 tiles
+// of 128x192 (one wave, 73% of the SMs) against 132 of 128x144 swapped;
+// 777x4096: 112 tiles of 128x256 against 128 of 128x208 (4 x 208 = 832
+// columns of M).  The narrowest width whose weighted waves undercut the
+// choice as called (wave_cost) by >= 5%; none where that choice is not
+// priced so (split-K, stream-K, 128x64 tiles) or C cannot be stored by TMA;
+// where the 128x256 swap (swap_fills_waves) applies, the cheaper of the two
+// is the one to undercut.
+// Returns the tile, or Tile::k128x256 for none.  TILED_SM90_SWAP_WIDTH=144 /
+// 160 / 208 forces that width wherever the layout and C allow it, =0 never;
+// with it unset, a setting that shapes the schedule as called
+// (TILED_SM90_SWAP, _SCHEDULE, _CLUSTER, _N192, _SPLITK, _STREAMK, _NARROW)
+// leaves these widths out, so it is obeyed.
+[[maybe_unused]] Tile swap_width(const GemmProblem& p, const DeviceInfo& dev) {
+  if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return Tile::k128x256;
+  if (const char* v = setting("TILED_SM90_SWAP_WIDTH")) {
+    const long w = std::strtol(v, nullptr, 10);
+    for (Tile t : kSwapWidths)
+      if (tile_bn(t) == w) return t;
+    return Tile::k128x256;
+  }
+  for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
+                           "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW"})
+    if (setting(name)) return Tile::k128x256;
+  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
+  int64_t cost_p = wave_cost(p, choose(p, dev), sms);
+  if (cost_p <= 0) return Tile::k128x256;
+  if (swap_fills_waves(p, dev)) {  // the 128x256 swap is the one to beat
+    const GemmProblem q = swap_operands(p);
+    const int64_t cost_q = wave_cost(q, choose(q, dev), sms);
+    if (cost_q > 0 && cost_q < cost_p) cost_p = cost_q;
+  }
+  Tile best = Tile::k128x256;
+  int64_t best_cost = cost_p * 95;  // x100: at least 5% fewer weighted waves
+  for (Tile t : kSwapWidths) {
+    const int64_t tiles = ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch;
+    const int64_t cost = ceil_div(tiles, sms) * swap_width_weight(t) * 100;
+    if (cost < best_cost) {
+      best = t;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
 // so, its Choice (c_trans set when swapped).
-bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* choice) {
+bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* choice,
+             Tile width = Tile::k128x256) {
 #if !defined(TILED_WITH_SM90A)
   (void)p;
   (void)swapped;
+  (void)width;
   (void)dev;
   (void)choice;
   return false;
@@ -344,6 +401,16 @@ bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* 
   if (ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch > kMaxInt) return false;
   if (!operand_ok(p.a, p.batch, es) || !operand_ok(p.b, p.batch, es)) return false;
   Choice c = choose(p, dev);
+  if (sm90::tile_swapped_only(width)) {  // swap_width's tiles: cooperative whole tiles, no cluster
+    Choice w;
+    w.tile = width;
+    w.a_mn = c.a_mn;
+    w.b_mn = c.b_mn;
+    w.group_m = c.group_m;
+    w.skip_idle_slabs = c.skip_idle_slabs;
+    if (!swapped || w.b_mn) return false;
+    c = w;
+  }
   if (dev.max_smem_per_block_optin < static_cast<size_t>(sm90::tile_smem_bytes(c.tile))) return false;
   // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
   // switches it off (such problems are then staged K-major, as before it).
@@ -361,6 +428,14 @@ bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* 
 bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
           Choice* choice = nullptr) {
   const bool nn = tf32_swapped(caller);
+  const Tile width = swap_width(caller, dev);
+  if (sm90::tile_swapped_only(width)) {
+    const GemmProblem q = swap_operands(caller);
+    if (plan_as(q, true, dev, choice, width)) {
+      if (launched) *launched = q;
+      return true;
+    }
+  }
   if (nn || tf32_nt_swap_wanted(caller) || swap_fills_waves(caller, dev)) {
     const GemmProblem q = swap_operands(caller);
     if (plan_as(q, true, dev, choice)) {
@@ -386,12 +461,14 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // (2-CTA cluster), 128x128pp (ping-pong), 128x128ppc2, 128x128sk{2,4,8}
   // (split-K over a cluster of 2/4/8 CTAs), 128x64sk2, 128x256streamk, 128x128streamk,
   // 128x64streamk (stream-K over the last wave); a 16-bit problem run
-  // swapped (C^T stored transposed) adds "sw", e.g. 128x256sw.  Built once.
+  // swapped (C^T stored transposed) adds "sw", e.g. 128x256sw; 128x144sw,
+  // 128x160sw and 128x208sw run swapped only (swap_width).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  constexpr int kNumVariants = 14;
+  constexpr int kNumVariants = 17;
   static const char* const kVariants[kNumVariants] = {
-      "128x256",    "128x128", "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2", "128x128sk4",
-      "128x128sk8", "128x64",  "128x256streamk", "128x128streamk", "128x64streamk", "128x192",    "128x64sk2"};
+      "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
+      "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
+      "128x192",    "128x64sk2", "128x144",        "128x160",        "128x208"};
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
     auto* n = new std::string[2 * 3 * kNumVariants * 4];
@@ -411,6 +488,9 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
                 : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
                 : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
                 : c.tile == Tile::k128x192 ? 12
+                : c.tile == Tile::k128x144 ? 14
+                : c.tile == Tile::k128x160 ? 15
+                : c.tile == Tile::k128x208 ? 16
                                            : (sk ? 10 : 1);
   // The caller's layout (a swapped problem runs its tiles over C^T).
   const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);
