@@ -19,7 +19,7 @@ def bad_result(a, b, bias=None, name_prefix=""):
     out = torch.ops.tiled.gemm(a, b, bias)
     ref = a.double() @ b.double() + (bias.double() if bias is not None else 0)
     err = rel_err(out, ref)
-    if err < 2e-2 and name.startswith(name_prefix):
+    if err < 2e-2 and name.split("+")[-1].startswith(name_prefix):  # (after any staging copy)
         return False
     print(f"BAD {a.dtype} {tuple(a.shape)} x {tuple(b.shape)} {name}: rel err {err:.2e}")
     return True

@@ -140,18 +140,18 @@ def swap_waves(dtype, M, N, layout, batch=1, K=0, streamk=None):
     return cost_p > 0 and cost_q > 0 and cost_q * 100 < cost_p * 95
 
 
-SWAP_WIDTHS = (144, 160, 208)
+SWAP_WIDTHS = (144, 160, 200, 208)
 
 
 def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """Mirror of hopper.cu's swap_width() (no TILED_SM90_SWAP_WIDTH; None
     also where a schedule setting is given: here TILED_SM90_STREAMK when
-    streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs swapped on 128 x W
-    tiles (W columns of M, W in SWAP_WIDTHS, narrowest first) where their
-    waves, each weighted W / 256 / 0.95, come >= 5% under wave_cost of the
-    choice as called (or of the 128x256 swap where swap_waves takes it, if
-    lower); C (fresh, contiguous) must be 16-byte aligned.  The
-    tile name ("128x144") or None."""
+    streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs
+    swapped on 128 x W tiles (W columns of M, W in SWAP_WIDTHS: the fewest
+    weighted waves, each weighted W / 256 / 0.95, the narrowest of equals)
+    where those come >= 5% under wave_cost of the choice as called (or of
+    the 128x256 swap where swap_waves takes it, if lower); C (fresh,
+    contiguous) must be 16-byte aligned.  The tile name ("128x144") or None."""
     if dtype not in HALF or layout[0] != "N" or N % 8 or (batch > 1 and M * N % 8) or streamk is not None:
         return None
     cost_p = wave_cost(M, N, batch, expected_tile(M, N, batch, dtype, K, streamk))
@@ -476,14 +476,15 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
         check(a, b, dtype)
 
 
-# 16-bit NN / NT problems run swapped on 128 x 144 / 160 / 208 tiles (144,
-# 160 or 208 columns of M) where those pack M into fewer weighted waves:
+# 16-bit NN / NT problems run swapped on 128 x 144 / 160 / 200 / 208 tiles
+# (that many columns of M) where those pack M into fewer weighted waves:
 # 1536^2 (132 tiles of 128x144 against 96 of 128x192), 1280 rows at N = 4096
-# (2 waves of 128x160 against 3 of 128x128), 777 rows (128 tiles of 128x208
-# against 112 of 128x256), 1792^2 (126 tiles of 128x208 against 98 of
-# 128x256, whose 128x192 alternative needs two waves).
+# (2 waves of 128x160 against 3 of 128x128), 777 rows (128 tiles of 128x200
+# against 112 of 128x256), 1792^2 (126 tiles of 128x200 against 98 of
+# 128x256, whose 128x192 alternative needs two waves), 824 rows at N = 4096
+# (128 tiles of 128x208; 200 columns would need 5 tile columns, 160 tiles).
 SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
-                     (1792, 1792, 200, None)]
+                     (1792, 1792, 200, None), (824, 4096, 72, None)]
 # Forced (TILED_SM90_SWAP_WIDTH): ragged M (the last tile's last 64-column
 # chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
 # per CTA.
@@ -503,7 +504,8 @@ def test_swap_width_default(monkeypatch, dtype, layout):
         check(a, b, dtype, bias=(M % 2 == 0))
     assert swap_width(dtype, 1536, 1536, layout) == "128x144"
     assert swap_width(dtype, 1280, 4096, layout) == "128x160"
-    assert swap_width(dtype, 777, 4096, layout) == "128x208"
+    assert swap_width(dtype, 777, 4096, layout) == "128x200"
+    assert swap_width(dtype, 824, 4096, layout) == "128x208"
     # TILED_SM90_SWAP_WIDTH=0, or either 128x256 swap setting: never
     a, b = make_operands(1536, 1536, 72, dtype, "cuda", layout)
     for env, val in (("TILED_SM90_SWAP_WIDTH", "0"), ("TILED_SM90_SWAP", "0"), ("TILED_SM90_SWAP", "1")):
