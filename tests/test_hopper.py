@@ -140,7 +140,7 @@ def swap_waves(dtype, M, N, layout, batch=1, K=0, streamk=None):
     return cost_p > 0 and cost_q > 0 and cost_q * 100 < cost_p * 95
 
 
-SWAP_WIDTHS = (144, 160, 200, 208)
+SWAP_WIDTHS = (144, 160, 200, 208, 232)
 
 
 def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
@@ -148,7 +148,7 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     also where a schedule setting is given: here TILED_SM90_STREAMK when
     streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs
     swapped on 128 x W tiles (W columns of M, W in SWAP_WIDTHS: the fewest
-    weighted waves, each weighted W / 256 / 0.95, the narrowest of equals)
+    weighted waves, each weighted W / 256 / 0.97, the narrowest of equals)
     where those come >= 5% under wave_cost of the choice as called (or of
     the 128x256 swap where swap_waves takes it, if lower); C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("128x144") or None."""
@@ -163,7 +163,7 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     best, best_cost = None, cost_p * 95
     for w in SWAP_WIDTHS:
-        weight = (w * 10000 + 256 * 95 // 2) // (256 * 95)
+        weight = (w * 10000 + 256 * 97 // 2) // (256 * 97)
         cost = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms()) * weight * 100
         if cost < best_cost:
             best, best_cost = f"128x{w}", cost
@@ -482,9 +482,11 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
 # (2 waves of 128x160 against 3 of 128x128), 777 rows (128 tiles of 128x200
 # against 112 of 128x256), 1792^2 (126 tiles of 128x200 against 98 of
 # 128x256, whose 128x192 alternative needs two waves), 824 rows at N = 4096
-# (128 tiles of 128x208; 200 columns would need 5 tile columns, 160 tiles).
+# (128 tiles of 128x208; 200 columns would need 5 tile columns, 160 tiles),
+# 3000x5000 (520 tiles of 128x232, 4 waves at 0.93, against 4 waves of
+# 128x256 pairs).
 SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
-                     (1792, 1792, 200, None), (824, 4096, 72, None)]
+                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 72, None)]
 # Forced (TILED_SM90_SWAP_WIDTH): ragged M (the last tile's last 64-column
 # chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
 # per CTA.
@@ -506,6 +508,7 @@ def test_swap_width_default(monkeypatch, dtype, layout):
     assert swap_width(dtype, 1280, 4096, layout) == "128x160"
     assert swap_width(dtype, 777, 4096, layout) == "128x200"
     assert swap_width(dtype, 824, 4096, layout) == "128x208"
+    assert swap_width(dtype, 3000, 5000, layout) == "128x232"
     # TILED_SM90_SWAP_WIDTH=0, or either 128x256 swap setting: never
     a, b = make_operands(1536, 1536, 72, dtype, "cuda", layout)
     for env, val in (("TILED_SM90_SWAP_WIDTH", "0"), ("TILED_SM90_SWAP", "0"), ("TILED_SM90_SWAP", "1")):

@@ -120,9 +120,9 @@ struct Sm90Config {
   // every tile is C^T's, whatever KernelArgs::c_trans says.
   static constexpr bool kSwappedOnly = kBN_ % 64 != 0;
   // Rows of the caller's C per transposed TMA store: a tile's last 64-column
-  // chunk of C^T may be 8, 16 or 32 wide, and a store must not spill into the
-  // next tile's rows.
-  static constexpr int kTBoxRows = kBN_ % 64 == 0 ? 64 : kBN_ % 64;
+  // chunk of C^T may be 8, 16, 32 or 40 wide, and a store must not spill into
+  // the next tile's rows: the largest power of two dividing that remainder.
+  static constexpr int kTBoxRows = kBN_ % 64 == 0 ? 64 : (kBN_ % 64) & -(kBN_ % 64);
   // Elements of M or N per 128-byte row of an MN-major chunk (one TMA box).
   static constexpr int kMNBox = 128 / static_cast<int>(sizeof(T));
   // CTAs per cluster along M.  2: the pair computes tiles (2p, n) and
@@ -161,6 +161,7 @@ struct Sm90Config {
   static constexpr int kBBytes = kBN * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr Tile kTile = kBN == 256   ? Tile::k128x256
+                                : kBN == 232 ? Tile::k128x232
                                 : kBN == 208 ? Tile::k128x208
                                 : kBN == 200 ? Tile::k128x200
                                 : kBN == 192 ? Tile::k128x192
@@ -190,9 +191,9 @@ struct Sm90Config {
   static_assert(!kBMN || kElemBytes == 2, "an N-major B needs a 16-bit type");
   static_assert(!kARegs || (!kPingPong && !kSplitK), "register A: cooperative, no split");
   static_assert(kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 192 || kBN == 200 || kBN == 208 ||
-                    kBN == 256,
+                    kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
-  static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144/160/200/208: swapped, K-major B, no cluster");
+  static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144-232: swapped, K-major B, no cluster");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -641,7 +642,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     tma_store_3d(&tmap_c, epi_smem + 2 * cw * kCBoxBytes, slab0, row0, tc.b);
                     tma_store_3d(&tmap_c, epi_smem + (2 * cw + 1) * kCBoxBytes, slab0 + 32, row0, tc.b);
                   } else {
-                    // A whole chunk of 64 of C's rows, or the 8 / 16 / 32 left at a narrow tile's end.
+                    // A whole chunk of 64 of C's rows, or the 8 / 16 / 32 / 40 left at a narrow tile's end.
                     constexpr int kRowsLeft = kBN % 64 == 0 ? 64 : kBN % 64;
                     const int rows = 64 * (jc + 1) <= kBN ? 64 : kRowsLeft;
 #pragma unroll
@@ -1137,7 +1138,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
   args.c_trans = c.c_trans ? 1 : 0;
   if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
-  if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144/160/200/208 tiles run swapped only";
+  if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144/160/200/208/232 tiles run swapped only";
   CUtensorMap map_c{};
   if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
     OperandMapSpec sc{};
@@ -1222,7 +1223,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
         return "sm90: a 16-bit transposed C needs cooperative whole tiles";
       if (tile_swapped_only(c.tile)) {
         // K-major B only (the caller's row-major A), no cluster.
-        if (c.b_mn) return "sm90: 128x144/160/200/208 tiles need a K-major B";
+        if (c.b_mn) return "sm90: 128x144/160/200/208/232 tiles need a K-major B";
         const int bn = tile_bn(c.tile);
 #define TILED_SM90_SWAPPED_ONLY(BN)                                                                               \
   if (bn == BN) {                                                                                                 \
@@ -1233,6 +1234,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
         TILED_SM90_SWAPPED_ONLY(160)
         TILED_SM90_SWAPPED_ONLY(200)
         TILED_SM90_SWAPPED_ONLY(208)
+        TILED_SM90_SWAPPED_ONLY(232)
 #undef TILED_SM90_SWAPPED_ONLY
       }
       if (c.tile != Tile::k128x256) return "sm90: a 16-bit transposed C needs cooperative 128x256 tiles";
