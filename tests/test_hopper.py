@@ -410,6 +410,19 @@ def test_tf32_nt_swapped_every_config(tf32, monkeypatch):
     assert seen == {"128x64", "128x128", "128x256", "128x192", "128x64streamk", "128x256c2"}, seen
 
 
+def check_swapped(monkeypatch, a, b, dtype, shape, layout, bias, exact_bias):
+    """A 16-bit problem run swapped: C^T's tiles stored by TMA boxes against
+    the checked element stores (same bits, nothing written past a tile),
+    close to the reference; exact on small integers when not batched."""
+    M, N, K, batch = shape
+    bias_t = rand((N,), dtype, "cuda") if bias else None
+    tma, checked = outputs_under(monkeypatch, a, b, bias_t, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
+    assert_close_rel(tma, reference(a, b, bias_t), dtype)
+    assert torch.equal(tma, checked), shape
+    if batch is None:
+        exact_check(M, N, K, dtype, layout, bias=exact_bias)
+
+
 # 16-bit problems run swapped (C^T = B^T A^T, C^T's tiles stored
 # transposed) where the swapped tiles need fewer weighted waves: N just past
 # a multiple of 256 (4104: 4.1 waves of 128x256 tiles, or ping-pong 128x128
@@ -434,13 +447,7 @@ def test_swap16_default(monkeypatch, dtype, layout):
         assert swap_waves(dtype, M, N, layout, batch or 1, K), (M, N, K, batch)
         want = expected_name(dtype, M, N, layout, batch or 1, K)
         assert "sw_" in want and kernel_name(a, b) == want, (M, N, K, batch)
-        bias = rand((N,), dtype, "cuda")
-        # TMA stores of C^T's boxes against the checked element stores: same bits
-        tma, checked = outputs_under(monkeypatch, a, b, bias, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
-        assert_close_rel(tma, reference(a, b, bias), dtype)
-        assert torch.equal(tma, checked), (M, N, K, batch)
-        if batch is None:
-            exact_check(M, N, K, dtype, layout)
+        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=True, exact_bias=True)
     # TILED_SM90_SWAP=0: never
     monkeypatch.setenv("TILED_SM90_SWAP", "0")
     a, b = make_operands(4096, 4104, 72, dtype, "cuda", layout)
@@ -462,12 +469,7 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
             check(a, b, dtype)
             continue
         assert kernel_name(a, b) == variant_name(dtype, tile + "sw", layout), (M, N, K, batch)
-        bias = rand((N,), dtype, "cuda") if M % 2 == 0 else None
-        tma, checked = outputs_under(monkeypatch, a, b, bias, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
-        assert_close_rel(tma, reference(a, b, bias), dtype)
-        assert torch.equal(tma, checked), (M, N, K, batch)
-        if batch is None:
-            exact_check(M, N, K, dtype, layout, bias=(M % 2 == 1))
+        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=M % 2 == 0, exact_bias=M % 2 == 1)
     assert seen == {"128x64", "128x128", "128x192", "128x256", "128x256c2", "128x64sk2", "128x128ppc2"}, seen
     # Not where C's rows are not 16-byte aligned (N % 8).
     for M, N, K in [(1000, 1001, 136), (2048, 2044, 136)]:
@@ -534,14 +536,8 @@ def test_swap_width_forced(monkeypatch, dtype, layout, width):
             check(a, b, dtype)
             continue
         assert kernel_name(a, b) == variant_name(dtype, f"128x{width}sw", layout), (M, N, K, batch)
-        bias = rand((N,), dtype, "cuda") if M % 2 == 0 else None
-        # TMA stores of C^T's boxes (whole and partial chunks) against the
-        # checked element stores: same bits, nothing written past the tile
-        tma, checked = outputs_under(monkeypatch, a, b, bias, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
-        assert_close_rel(tma, reference(a, b, bias), dtype)
-        assert torch.equal(tma, checked), (M, N, K, batch)
-        if batch is None:
-            exact_check(M, N, K, dtype, layout, bias=(M % 2 == 1))
+        # (C^T's whole and partial 64-column chunks through TMA boxes)
+        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=M % 2 == 0, exact_bias=M % 2 == 1)
 
 
 def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):
