@@ -57,6 +57,26 @@ using sm90::tma_stride_ok;
   return q;
 }
 
+// Forward declaration: choose() is below.
+[[maybe_unused]] Choice choose(const GemmProblem& p, const DeviceInfo& dev);
+
+// A problem with its choose(), computed on first use: plan() weighs both
+// orientations of the caller's problem, and asks for each choice several
+// times.
+struct Planned {
+  GemmProblem p;
+  const DeviceInfo& dev;
+  bool chosen = false;
+  Choice c;
+  const Choice& choice() {
+    if (!chosen) {
+      c = choose(p, dev);
+      chosen = true;
+    }
+    return c;
+  }
+};
+
 // Tile choice: estimated time ~ waves * work per tile, with a 128x128 tile
 // doing half the work of a 128x256 one at ~90% of its efficiency.  Prefer
 // 128x256 unless the smaller tile fills the machine in fewer weighted waves.
@@ -299,17 +319,18 @@ using sm90::tma_stride_ok;
 // TT or TN would need an N-major B.)  TILED_SM90_SWAP=0: never; =1: wherever
 // such a swapped choice exists (tests); TILED_SM90_TF32_SWAP_NT=0 keeps tf32
 // NT unswapped here too.
-[[maybe_unused]] bool swap_fills_waves(const GemmProblem& p, const DeviceInfo& dev) {
+// `pp`: the caller's problem, `qq`: it swapped.
+[[maybe_unused]] bool swap_fills_waves(Planned& pp, Planned& qq) {
+  const GemmProblem& p = pp.p;
   const bool tf32_nt = p.dtype == DType::f32 && p.a.row_major() && !p.b.row_major();
   if ((p.dtype == DType::f32 && (!tf32_nt || setting_is("TILED_SM90_TF32_SWAP_NT", "0"))) || p.M < 1 || p.N < 1)
     return false;
   if (setting_is("TILED_SM90_SWAP", "0") || !c_tma_ok(p, p.dtype == DType::f32 ? 4 : 2)) return false;
-  const GemmProblem q = swap_operands(p);
-  const Choice cq = choose(q, dev);
+  const Choice& cq = qq.choice();
   if (cq.tile != Tile::k128x256 || cq.pingpong || cq.split_k > 1 || cq.sk_tiles > 0) return false;
   if (setting_is("TILED_SM90_SWAP", "1")) return true;
-  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
-  const int64_t cost_p = wave_cost(p, choose(p, dev), sms), cost_q = wave_cost(q, cq, sms);
+  const int64_t sms = pp.dev.num_sms > 0 ? pp.dev.num_sms : 1;
+  const int64_t cost_p = wave_cost(p, pp.choice(), sms), cost_q = wave_cost(qq.p, cq, sms);
   return cost_p > 0 && cost_q > 0 && cost_q * 100 < cost_p * 95;
 }
 
@@ -338,8 +359,10 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // 160 / 200 / 208 / 232 forces that width wherever the layout and C allow it, =0 never;
 // with it unset, a setting that shapes the schedule as called
 // (TILED_SM90_SWAP, _SCHEDULE, _CLUSTER, _N192, _SPLITK, _STREAMK, _NARROW)
-// leaves these widths out, so it is obeyed.
-[[maybe_unused]] Tile swap_width(const GemmProblem& p, const DeviceInfo& dev) {
+// leaves these widths out, so it is obeyed.  `pp`, `qq`: the caller's
+// problem and it swapped; `fills`: swap_fills_waves(pp, qq).
+[[maybe_unused]] Tile swap_width(Planned& pp, Planned& qq, bool fills) {
+  const GemmProblem& p = pp.p;
   if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return Tile::k128x256;
   if (const char* v = setting("TILED_SM90_SWAP_WIDTH")) {
     const long w = std::strtol(v, nullptr, 10);
@@ -347,15 +370,11 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
       if (tile_bn(t) == w) return t;
     return Tile::k128x256;
   }
-  for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
-                           "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW"})
-    if (setting(name)) return Tile::k128x256;
-  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
-  int64_t cost_p = wave_cost(p, choose(p, dev), sms);
+  const int64_t sms = pp.dev.num_sms > 0 ? pp.dev.num_sms : 1;
+  int64_t cost_p = wave_cost(p, pp.choice(), sms);
   if (cost_p <= 0) return Tile::k128x256;
-  if (swap_fills_waves(p, dev)) {  // the 128x256 swap is the one to beat
-    const GemmProblem q = swap_operands(p);
-    const int64_t cost_q = wave_cost(q, choose(q, dev), sms);
+  if (fills) {  // the 128x256 swap is the one to beat
+    const int64_t cost_q = wave_cost(qq.p, qq.choice(), sms);
     if (cost_q > 0 && cost_q < cost_p) cost_p = cost_q;
   }
   Tile best = Tile::k128x256;
@@ -368,21 +387,25 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
       best_cost = cost;
     }
   }
+  if (best != Tile::k128x256)
+    for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
+                             "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW"})
+      if (setting(name)) return Tile::k128x256;
   return best;
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
 // so, its Choice (c_trans set when swapped).
-bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* choice,
-             Tile width = Tile::k128x256) {
+bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::k128x256) {
 #if !defined(TILED_WITH_SM90A)
-  (void)p;
+  (void)planned;
   (void)swapped;
   (void)width;
-  (void)dev;
   (void)choice;
   return false;
 #else
+  const GemmProblem& p = planned.p;
+  const DeviceInfo& dev = planned.dev;
   if (dev.sm_major != 9 || dev.sm_minor != 0 || dev.num_sms <= 0) return false;
   int es = 0;
   switch (p.dtype) {
@@ -403,7 +426,7 @@ bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* 
   if (p.M > kMaxInt || p.N > kMaxInt || p.K > kMaxInt || p.batch > kMaxInt) return false;
   if (ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch > kMaxInt) return false;
   if (!operand_ok(p.a, p.batch, es) || !operand_ok(p.b, p.batch, es)) return false;
-  Choice c = choose(p, dev);
+  Choice c = planned.choice();
   if (sm90::tile_swapped_only(width)) {  // swap_width's tiles: cooperative whole tiles, no cluster
     Choice w;
     w.tile = width;
@@ -431,23 +454,21 @@ bool plan_as(const GemmProblem& p, bool swapped, const DeviceInfo& dev, Choice* 
 bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
           Choice* choice = nullptr) {
   const bool nn = tf32_swapped(caller);
-  const Tile width = swap_width(caller, dev);
-  if (sm90::tile_swapped_only(width)) {
-    const GemmProblem q = swap_operands(caller);
-    if (plan_as(q, true, dev, choice, width)) {
-      if (launched) *launched = q;
-      return true;
-    }
+  Planned pp{caller, dev}, qq{swap_operands(caller), dev};
+  const bool fills = !nn && !tf32_nt_swap_wanted(caller) && swap_fills_waves(pp, qq);
+  const Tile width = swap_width(pp, qq, fills);
+  if (sm90::tile_swapped_only(width) && plan_as(qq, true, choice, width)) {
+    if (launched) *launched = qq.p;
+    return true;
   }
-  if (nn || tf32_nt_swap_wanted(caller) || swap_fills_waves(caller, dev)) {
-    const GemmProblem q = swap_operands(caller);
-    if (plan_as(q, true, dev, choice)) {
-      if (launched) *launched = q;
+  if (nn || fills || tf32_nt_swap_wanted(caller)) {
+    if (plan_as(qq, true, choice)) {
+      if (launched) *launched = qq.p;
       return true;
     }
     if (nn) return false;  // NN has no unswapped form: dispatch stages an operand
   }
-  if (!plan_as(caller, false, dev, choice)) return false;
+  if (!plan_as(pp, false, choice)) return false;
   if (launched) *launched = caller;
   return true;
 }
