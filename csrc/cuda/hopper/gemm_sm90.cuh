@@ -116,7 +116,7 @@ struct Sm90Config {
   // whose swapped tiles fill the waves better (hopper.cu), so that the
   // kernels of unswapped problems do not carry the transposed epilogue.
   static constexpr bool kCTrans = sizeof(T) == 4 ? !kPingPong_ && !kSplitK_ : kTransC_;
-  // Widths that are not a multiple of 64 (144, 160, 208) run swapped only:
+  // Widths that are not a multiple of 64 (144, 160, 200, 208, 232) run swapped only:
   // every tile is C^T's, whatever KernelArgs::c_trans says.
   static constexpr bool kSwappedOnly = kBN_ % 64 != 0;
   // Rows of the caller's C per transposed TMA store: a tile's last 64-column
