@@ -140,7 +140,7 @@ def swap_waves(dtype, M, N, layout, batch=1, K=0, streamk=None):
     return cost_p > 0 and cost_q > 0 and cost_q * 100 < cost_p * 95
 
 
-SWAP_WIDTHS = (144, 160, 200, 208, 232)
+SWAP_WIDTHS = (144, 160, 176, 200, 208, 224, 232)
 
 
 def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):

@@ -111,9 +111,9 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     // The swapped problem (C^T = B^T A^T on 128x256 tiles) forced on / off.
     out.push_back({{"TILED_SM90_SWAP", "1"}});
     out.push_back({{"TILED_SM90_SWAP", "0"}});
-    // 16-bit with a row-major A: swapped 128x144 / 160 / 200 / 208 / 232 tiles, or none.
+    // 16-bit with a row-major A: swapped 128x144 ... 128x232 tiles, or none.
     if (half && p.a.row_major())
-      for (const char* w : {"0", "144", "160", "200", "208", "232"}) out.push_back({{"TILED_SM90_SWAP_WIDTH", w}});
+      for (const char* w : {"0", "144", "160", "176", "200", "208", "224", "232"}) out.push_back({{"TILED_SM90_SWAP_WIDTH", w}});
   }
   return out;
 }

@@ -116,7 +116,7 @@ struct Sm90Config {
   // whose swapped tiles fill the waves better (hopper.cu), so that the
   // kernels of unswapped problems do not carry the transposed epilogue.
   static constexpr bool kCTrans = sizeof(T) == 4 ? !kPingPong_ && !kSplitK_ : kTransC_;
-  // Widths that are not a multiple of 64 (144, 160, 200, 208, 232) run swapped only:
+  // Widths that are not a multiple of 64 (144 ... 232) run swapped only:
   // every tile is C^T's, whatever KernelArgs::c_trans says.
   static constexpr bool kSwappedOnly = kBN_ % 64 != 0;
   // Rows of the caller's C per transposed TMA store: a tile's last 64-column
@@ -162,9 +162,11 @@ struct Sm90Config {
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr Tile kTile = kBN == 256   ? Tile::k128x256
                                 : kBN == 232 ? Tile::k128x232
+                                : kBN == 224 ? Tile::k128x224
                                 : kBN == 208 ? Tile::k128x208
                                 : kBN == 200 ? Tile::k128x200
                                 : kBN == 192 ? Tile::k128x192
+                                : kBN == 176 ? Tile::k128x176
                                 : kBN == 160 ? Tile::k128x160
                                 : kBN == 144 ? Tile::k128x144
                                 : kBN == 128 ? Tile::k128x128
@@ -190,8 +192,8 @@ struct Sm90Config {
   // registers (cooperative configs only); an N-major B needs a 16-bit type.
   static_assert(!kBMN || kElemBytes == 2, "an N-major B needs a 16-bit type");
   static_assert(!kARegs || (!kPingPong && !kSplitK), "register A: cooperative, no split");
-  static_assert(kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 192 || kBN == 200 || kBN == 208 ||
-                    kBN == 232 || kBN == 256,
+  static_assert(kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 176 || kBN == 192 || kBN == 200 ||
+                    kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
   static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144-232: swapped, K-major B, no cluster");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
@@ -1138,7 +1140,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
   args.c_trans = c.c_trans ? 1 : 0;
   if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
-  if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144/160/200/208/232 tiles run swapped only";
+  if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144 ... 128x232 tiles run swapped only";
   CUtensorMap map_c{};
   if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
     OperandMapSpec sc{};
@@ -1223,7 +1225,7 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
         return "sm90: a 16-bit transposed C needs cooperative whole tiles";
       if (tile_swapped_only(c.tile)) {
         // K-major B only (the caller's row-major A), no cluster.
-        if (c.b_mn) return "sm90: 128x144/160/200/208/232 tiles need a K-major B";
+        if (c.b_mn) return "sm90: 128x144 ... 128x232 tiles need a K-major B";
         const int bn = tile_bn(c.tile);
 #define TILED_SM90_SWAPPED_ONLY(BN)                                                                               \
   if (bn == BN) {                                                                                                 \
@@ -1232,8 +1234,10 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
   }
         TILED_SM90_SWAPPED_ONLY(144)
         TILED_SM90_SWAPPED_ONLY(160)
+        TILED_SM90_SWAPPED_ONLY(176)
         TILED_SM90_SWAPPED_ONLY(200)
         TILED_SM90_SWAPPED_ONLY(208)
+        TILED_SM90_SWAPPED_ONLY(224)
         TILED_SM90_SWAPPED_ONLY(232)
 #undef TILED_SM90_SWAPPED_ONLY
       }

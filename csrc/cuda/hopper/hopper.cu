@@ -339,11 +339,12 @@ struct Planned {
 // 128x256 tile's efficiency per column, as measured for 144, 160 and 208
 // (forced at 4096^3 on an H100, against 128x256 pairs; docs/hopper.md,
 // round 14), e.g. 128x144 0.58, 128x232 0.93.
-constexpr Tile kSwapWidths[5] = {Tile::k128x144, Tile::k128x160, Tile::k128x200, Tile::k128x208, Tile::k128x232};
+constexpr Tile kSwapWidths[7] = {Tile::k128x144, Tile::k128x160, Tile::k128x176, Tile::k128x200,
+                                 Tile::k128x208, Tile::k128x224, Tile::k128x232};
 constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 * 97 / 2) / (256 * 97); }
 
 // A bf16/fp16 problem with a row-major A may run swapped on 128-row tiles of
-// N by 144, 160, 200, 208 or 232 columns of M (C^T = B^T A^T, whose B = A^T is then
+// N by 144, 160, 176, 200, 208, 224 or 232 columns of M (C^T = B^T A^T, whose B = A^T is then
 // K-major, so a tile of any width arrives as exactly that many rows; C^T's
 // tiles stored transposed by TMA): M is covered in steps that whole tiles of
 // 128 or 256 columns pack badly into waves, e.g. 1536^3 on 132 SMs: 96 tiles
@@ -356,7 +357,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // where the 128x256 swap (swap_fills_waves) applies, the cheaper of the two
 // is the one to undercut.
 // Returns the tile, or Tile::k128x256 for none.  TILED_SM90_SWAP_WIDTH=144 /
-// 160 / 200 / 208 / 232 forces that width wherever the layout and C allow it, =0 never;
+// 160 / 176 / 200 / 208 / 224 / 232 forces that width wherever the layout and C allow it, =0 never;
 // with it unset, a setting that shapes the schedule as called
 // (TILED_SM90_SWAP, _SCHEDULE, _CLUSTER, _N192, _SPLITK, _STREAMK, _NARROW)
 // leaves these widths out, so it is obeyed.  `pp`, `qq`: the caller's
@@ -486,14 +487,15 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // (split-K over a cluster of 2/4/8 CTAs), 128x64sk2, 128x256streamk, 128x128streamk,
   // 128x64streamk (stream-K over the last wave); a 16-bit problem run
   // swapped (C^T stored transposed) adds "sw", e.g. 128x256sw; 128x144sw,
-  // 128x160sw, 128x200sw, 128x208sw and 128x232sw run swapped only (swap_width).  Built once.
+  // 128x160sw, 128x176sw, 128x200sw, 128x208sw, 128x224sw and 128x232sw run
+  // swapped only (swap_width).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  constexpr int kNumVariants = 19;
+  constexpr int kNumVariants = 21;
   static const char* const kVariants[kNumVariants] = {
       "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
       "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
       "128x192",    "128x64sk2", "128x144",        "128x160",        "128x208",        "128x200",
-      "128x232"};
+      "128x232",    "128x176",   "128x224"};
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
     auto* n = new std::string[2 * 3 * kNumVariants * 4];
@@ -518,6 +520,8 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
                 : c.tile == Tile::k128x208 ? 16
                 : c.tile == Tile::k128x200 ? 17
                 : c.tile == Tile::k128x232 ? 18
+                : c.tile == Tile::k128x176 ? 19
+                : c.tile == Tile::k128x224 ? 20
                                            : (sk ? 10 : 1);
   // The caller's layout (a swapped problem runs its tiles over C^T).
   const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);

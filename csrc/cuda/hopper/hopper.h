@@ -24,11 +24,11 @@ size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 
 namespace sm90 {
 
-// k128x144 / k128x160 / k128x200 / k128x208 / k128x232: 16-bit problems run swapped only (C^T's
+// k128x144 ... k128x232 (widths not a multiple of 64): 16-bit problems run swapped only (C^T's
 // tiles stored transposed, a K-major B: the caller's row-major A), where their
 // width packs the caller's M into whole waves (hopper.cu, swap_width).
 enum class Tile : int { k128x256 = 0, k128x128 = 1, k128x64 = 2, k128x192 = 3, k128x144 = 4, k128x160 = 5, k128x208 = 6,
-                        k128x200 = 7, k128x232 = 8 };
+                        k128x200 = 7, k128x232 = 8, k128x176 = 9, k128x224 = 10 };
 
 struct Choice {
   Tile tile = Tile::k128x256;
@@ -92,9 +92,11 @@ inline bool c_tma_ok(const GemmProblem& p, int es) {
 constexpr int tile_bn(Tile t) {
   return t == Tile::k128x256   ? 256
          : t == Tile::k128x232 ? 232
+         : t == Tile::k128x224 ? 224
          : t == Tile::k128x208 ? 208
          : t == Tile::k128x200 ? 200
          : t == Tile::k128x192 ? 192
+         : t == Tile::k128x176 ? 176
          : t == Tile::k128x160 ? 160
          : t == Tile::k128x144 ? 144
          : t == Tile::k128x128 ? 128
@@ -104,11 +106,11 @@ constexpr int tile_bn(Tile t) {
 // 64-column chunks, and the row-major epilogues store 64 or 32 columns at a time).
 constexpr bool tile_swapped_only(Tile t) { return tile_bn(t) % 64 != 0; }
 // Rings of 164-200 KB: 4 x 48 KB, 5 x 40 KB, 6 x 32 KB, 8 x 24 KB; 4 x 45 KB
-// (128x232), 4 x 42 KB (128x208), 4 x 41 KB (128x200), 5 x 36 KB (128x160),
-// 5 x 34 KB (128x144).
+// (128x232), 4 x 44 KB (128x224), 4 x 42 KB (128x208), 4 x 41 KB (128x200),
+// 5 x 38 KB (128x176), 5 x 36 KB (128x160), 5 x 34 KB (128x144).
 constexpr int tile_stages(Tile t) {
-  return t == Tile::k128x256 || t == Tile::k128x232 || t == Tile::k128x208 || t == Tile::k128x200 ? 4
-         : t == Tile::k128x192 || t == Tile::k128x160 || t == Tile::k128x144 ? 5
+  return tile_bn(t) >= 200                                                      ? 4
+         : t == Tile::k128x192 || t == Tile::k128x176 || t == Tile::k128x160 || t == Tile::k128x144 ? 5
          : t == Tile::k128x128                                                 ? 6
                                                                                : 8;
 }

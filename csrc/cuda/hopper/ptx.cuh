@@ -316,12 +316,15 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
-// The widths of the swapped narrow tiles (144, 160, 200, 208, 232 columns; hopper.h).
+// The widths of the swapped narrow tiles (144, 160, 176, 200, 208, 224, 232 columns; hopper.h).
 #define TILED_WGMMA_REGS72 TILED_WGMMA_REGS64 ", " "%64, %65, %66, %67, %68, %69, %70, %71"
 #define TILED_WGMMA_REGS80 TILED_WGMMA_REGS64 ", " "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
 #define TILED_WGMMA_REGS100 TILED_WGMMA_REGS96 ", " "%96, %97, %98, %99"
 #define TILED_WGMMA_REGS104 TILED_WGMMA_REGS96 ", " "%96, %97, %98, %99, %100, %101, %102, %103"
 #define TILED_WGMMA_REGS116 TILED_WGMMA_REGS104 ", " "%104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115"
+#define TILED_WGMMA_REGS88 TILED_WGMMA_REGS64 ", " "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79" \
+  ", " "%80, %81, %82, %83, %84, %85, %86, %87"
+#define TILED_WGMMA_REGS112 TILED_WGMMA_REGS104 ", " "%104, %105, %106, %107, %108, %109, %110, %111"
 #define TILED_WGMMA_ACC72 TILED_WGMMA_ACC64, "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
 #define TILED_WGMMA_ACC80 \
   TILED_WGMMA_ACC64, "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
@@ -330,6 +333,13 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 #define TILED_WGMMA_ACC116 \
   TILED_WGMMA_ACC96, "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
+#define TILED_WGMMA_ACC88 \
+  TILED_WGMMA_ACC64, "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+#define TILED_WGMMA_ACC112 \
+  TILED_WGMMA_ACC96, "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
 #define TILED_WGMMA_ACC104 TILED_WGMMA_ACC96, "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
 
 // One wgmma with R = N/2 accumulator registers: operands %0..%R-1 are D,
@@ -348,10 +358,14 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS96, TILED_WGMMA_ACC96, "%98", ", %96, %97, p, %99, %100" TRANS)
 #define TILED_WGMMA_N232(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS116, TILED_WGMMA_ACC116, "%118", ", %116, %117, p, %119, %120" TRANS)
+#define TILED_WGMMA_N224(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS112, TILED_WGMMA_ACC112, "%114", ", %112, %113, p, %115, %116" TRANS)
 #define TILED_WGMMA_N208(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS104, TILED_WGMMA_ACC104, "%106", ", %104, %105, p, %107, %108" TRANS)
 #define TILED_WGMMA_N200(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS100, TILED_WGMMA_ACC100, "%102", ", %100, %101, p, %103, %104" TRANS)
+#define TILED_WGMMA_N176(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS88, TILED_WGMMA_ACC88, "%90", ", %88, %89, p, %91, %92" TRANS)
 #define TILED_WGMMA_N160(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS80, TILED_WGMMA_ACC80, "%82", ", %80, %81, p, %83, %84" TRANS)
 #define TILED_WGMMA_N144(TYPES, TRANS) \
@@ -377,8 +391,10 @@ struct Wgmma;
 TILED_WGMMA_SPEC(__nv_bfloat16, 256, "m64n256k16.f32.bf16.bf16", ", %133, %134")
 TILED_WGMMA_SPEC(__nv_bfloat16, 192, "m64n192k16.f32.bf16.bf16", ", %101, %102")
 TILED_WGMMA_SPEC(__nv_bfloat16, 232, "m64n232k16.f32.bf16.bf16", ", %121, %122")
+TILED_WGMMA_SPEC(__nv_bfloat16, 224, "m64n224k16.f32.bf16.bf16", ", %117, %118")
 TILED_WGMMA_SPEC(__nv_bfloat16, 208, "m64n208k16.f32.bf16.bf16", ", %109, %110")
 TILED_WGMMA_SPEC(__nv_bfloat16, 200, "m64n200k16.f32.bf16.bf16", ", %105, %106")
+TILED_WGMMA_SPEC(__nv_bfloat16, 176, "m64n176k16.f32.bf16.bf16", ", %93, %94")
 TILED_WGMMA_SPEC(__nv_bfloat16, 160, "m64n160k16.f32.bf16.bf16", ", %85, %86")
 TILED_WGMMA_SPEC(__nv_bfloat16, 144, "m64n144k16.f32.bf16.bf16", ", %77, %78")
 TILED_WGMMA_SPEC(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", ", %69, %70")
@@ -386,8 +402,10 @@ TILED_WGMMA_SPEC(__nv_bfloat16, 64, "m64n64k16.f32.bf16.bf16", ", %37, %38")
 TILED_WGMMA_SPEC(__half, 256, "m64n256k16.f32.f16.f16", ", %133, %134")
 TILED_WGMMA_SPEC(__half, 192, "m64n192k16.f32.f16.f16", ", %101, %102")
 TILED_WGMMA_SPEC(__half, 232, "m64n232k16.f32.f16.f16", ", %121, %122")
+TILED_WGMMA_SPEC(__half, 224, "m64n224k16.f32.f16.f16", ", %117, %118")
 TILED_WGMMA_SPEC(__half, 208, "m64n208k16.f32.f16.f16", ", %109, %110")
 TILED_WGMMA_SPEC(__half, 200, "m64n200k16.f32.f16.f16", ", %105, %106")
+TILED_WGMMA_SPEC(__half, 176, "m64n176k16.f32.f16.f16", ", %93, %94")
 TILED_WGMMA_SPEC(__half, 160, "m64n160k16.f32.f16.f16", ", %85, %86")
 TILED_WGMMA_SPEC(__half, 144, "m64n144k16.f32.f16.f16", ", %77, %78")
 TILED_WGMMA_SPEC(__half, 128, "m64n128k16.f32.f16.f16", ", %69, %70")
@@ -432,6 +450,8 @@ TILED_WGMMA_RS_SPEC(64, 32, "%37", ", {%32, %33, %34, %35}, %36, p, %38, %39")
 #undef TILED_WGMMA_N128
 #undef TILED_WGMMA_N192
 #undef TILED_WGMMA_N208
+#undef TILED_WGMMA_N224
+#undef TILED_WGMMA_N176
 #undef TILED_WGMMA_N232
 #undef TILED_WGMMA_N160
 #undef TILED_WGMMA_N200
@@ -441,6 +461,8 @@ TILED_WGMMA_RS_SPEC(64, 32, "%37", ", {%32, %33, %34, %35}, %36, p, %38, %39")
 #undef TILED_WGMMA_ACC128
 #undef TILED_WGMMA_ACC96
 #undef TILED_WGMMA_ACC104
+#undef TILED_WGMMA_ACC112
+#undef TILED_WGMMA_ACC88
 #undef TILED_WGMMA_ACC116
 #undef TILED_WGMMA_ACC100
 #undef TILED_WGMMA_ACC80
@@ -449,6 +471,8 @@ TILED_WGMMA_RS_SPEC(64, 32, "%37", ", {%32, %33, %34, %35}, %36, p, %38, %39")
 #undef TILED_WGMMA_REGS128
 #undef TILED_WGMMA_REGS96
 #undef TILED_WGMMA_REGS104
+#undef TILED_WGMMA_REGS112
+#undef TILED_WGMMA_REGS88
 #undef TILED_WGMMA_REGS116
 #undef TILED_WGMMA_REGS100
 #undef TILED_WGMMA_REGS80
