@@ -160,17 +160,7 @@ struct Sm90Config {
   static constexpr int kABytes = kBM * kBK * kElemBytes;  // 16 KB
   static constexpr int kBBytes = kBN * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr Tile kTile = kBN == 256   ? Tile::k128x256
-                                : kBN == 232 ? Tile::k128x232
-                                : kBN == 224 ? Tile::k128x224
-                                : kBN == 208 ? Tile::k128x208
-                                : kBN == 200 ? Tile::k128x200
-                                : kBN == 192 ? Tile::k128x192
-                                : kBN == 176 ? Tile::k128x176
-                                : kBN == 160 ? Tile::k128x160
-                                : kBN == 144 ? Tile::k128x144
-                                : kBN == 128 ? Tile::k128x128
-                                             : Tile::k128x64;
+  static constexpr Tile kTile = static_cast<Tile>(kBN);  // (a Tile's value is its width)
   static constexpr int kStages = tile_stages(kTile);
   // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
   // then a 1 KB block with 2 barriers of 8 bytes per stage, then the
@@ -205,7 +195,7 @@ struct Sm90Config {
   static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
   static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
   static_assert(!kSplitK || kBM * kPartialStride * 4 <= kStages * kStageBytes, "partial tile fits the ring");
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
+  static_assert(kSmemBytes <= kSmemPerBlockOptin, "shared memory per block on sm_90");
 };
 
 // Output element conversions (fp32 accumulator -> T).

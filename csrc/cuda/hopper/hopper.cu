@@ -22,6 +22,7 @@ namespace {
 using sm90::Choice;
 using sm90::Tile;
 using sm90::tile_bn;
+using sm90::tile_swapped_only;
 using sm90::stream_k_tiles;
 using sm90::c_tma_ok;
 using sm90::tma_stride_ok;
@@ -57,6 +58,9 @@ using sm90::tma_stride_ok;
   return q;
 }
 
+// The SM count the wave estimates divide by (1 where unknown).
+[[maybe_unused]] int64_t sm_count(const DeviceInfo& dev) { return dev.num_sms > 0 ? dev.num_sms : 1; }
+
 // Forward declaration: choose() is below.
 [[maybe_unused]] Choice choose(const GemmProblem& p, const DeviceInfo& dev);
 
@@ -84,7 +88,7 @@ struct Planned {
   Choice c;
   c.a_mn = !p.a.row_major();
   c.b_mn = p.b.row_major();
-  const int64_t sms = dev.num_sms > 0 ? dev.num_sms : 1;
+  const int64_t sms = sm_count(dev);
   const int64_t tm = ceil_div(p.M, 128), tn128 = ceil_div(p.N, 128);
   const int64_t tiles128 = tm * tn128 * p.batch;
   const int64_t waves256 = ceil_div(tm * ceil_div(p.N, 256) * p.batch, sms);
@@ -329,7 +333,7 @@ struct Planned {
   const Choice& cq = qq.choice();
   if (cq.tile != Tile::k128x256 || cq.pingpong || cq.split_k > 1 || cq.sk_tiles > 0) return false;
   if (setting_is("TILED_SM90_SWAP", "1")) return true;
-  const int64_t sms = pp.dev.num_sms > 0 ? pp.dev.num_sms : 1;
+  const int64_t sms = sm_count(pp.dev);
   const int64_t cost_p = wave_cost(p, pp.choice(), sms), cost_q = wave_cost(qq.p, cq, sms);
   return cost_p > 0 && cost_q > 0 && cost_q * 100 < cost_p * 95;
 }
@@ -341,6 +345,11 @@ struct Planned {
 // round 14), e.g. 128x144 0.58, 128x232 0.93.
 constexpr Tile kSwapWidths[7] = {Tile::k128x144, Tile::k128x160, Tile::k128x176, Tile::k128x200,
                                  Tile::k128x208, Tile::k128x224, Tile::k128x232};
+constexpr int swap_width_index(Tile t) {
+  int i = 0;
+  while (kSwapWidths[i] != t) ++i;
+  return i;
+}
 constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 * 97 / 2) / (256 * 97); }
 
 // A bf16/fp16 problem with a row-major A may run swapped on 128-row tiles of
@@ -371,7 +380,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
       if (tile_bn(t) == w) return t;
     return Tile::k128x256;
   }
-  const int64_t sms = pp.dev.num_sms > 0 ? pp.dev.num_sms : 1;
+  const int64_t sms = sm_count(pp.dev);
   int64_t cost_p = wave_cost(p, pp.choice(), sms);
   if (cost_p <= 0) return Tile::k128x256;
   if (fills) {  // the 128x256 swap is the one to beat
@@ -428,7 +437,7 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
   if (ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch > kMaxInt) return false;
   if (!operand_ok(p.a, p.batch, es) || !operand_ok(p.b, p.batch, es)) return false;
   Choice c = planned.choice();
-  if (sm90::tile_swapped_only(width)) {  // swap_width's tiles: cooperative whole tiles, no cluster
+  if (tile_swapped_only(width)) {  // swap_width's tiles: cooperative whole tiles, no cluster
     Choice w;
     w.tile = width;
     w.a_mn = c.a_mn;
@@ -454,15 +463,15 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
 // (the caller's, or tf32 swapped as above) and its Choice, where asked for.
 bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
           Choice* choice = nullptr) {
-  const bool nn = tf32_swapped(caller);
+  const bool nn = tf32_swapped(caller), tf32_nt = tf32_nt_swap_wanted(caller);
   Planned pp{caller, dev}, qq{swap_operands(caller), dev};
-  const bool fills = !nn && !tf32_nt_swap_wanted(caller) && swap_fills_waves(pp, qq);
+  const bool fills = !nn && !tf32_nt && swap_fills_waves(pp, qq);
   const Tile width = swap_width(pp, qq, fills);
-  if (sm90::tile_swapped_only(width) && plan_as(qq, true, choice, width)) {
+  if (tile_swapped_only(width) && plan_as(qq, true, choice, width)) {
     if (launched) *launched = qq.p;
     return true;
   }
-  if (nn || fills || tf32_nt_swap_wanted(caller)) {
+  if (nn || fills || tf32_nt) {
     if (plan_as(qq, true, choice)) {
       if (launched) *launched = qq.p;
       return true;
@@ -494,8 +503,11 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   static const char* const kVariants[kNumVariants] = {
       "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
       "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
-      "128x192",    "128x64sk2", "128x144",        "128x160",        "128x208",        "128x200",
-      "128x232",    "128x176",   "128x224"};
+      "128x192",    "128x64sk2",
+      // the swapped-only widths, in kSwapWidths order
+      "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232"};
+  constexpr int kFirstSwapWidth = 14;
+  static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kNumVariants, "one name per width");
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
     auto* n = new std::string[2 * 3 * kNumVariants * 4];
@@ -515,13 +527,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
                 : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
                 : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
                 : c.tile == Tile::k128x192 ? 12
-                : c.tile == Tile::k128x144 ? 14
-                : c.tile == Tile::k128x160 ? 15
-                : c.tile == Tile::k128x208 ? 16
-                : c.tile == Tile::k128x200 ? 17
-                : c.tile == Tile::k128x232 ? 18
-                : c.tile == Tile::k128x176 ? 19
-                : c.tile == Tile::k128x224 ? 20
+                : tile_swapped_only(c.tile) ? kFirstSwapWidth + swap_width_index(c.tile)
                                            : (sk ? 10 : 1);
   // The caller's layout (a swapped problem runs its tiles over C^T).
   const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);

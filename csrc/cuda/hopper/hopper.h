@@ -24,11 +24,14 @@ size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 
 namespace sm90 {
 
-// k128x144 ... k128x232 (widths not a multiple of 64): 16-bit problems run swapped only (C^T's
-// tiles stored transposed, a K-major B: the caller's row-major A), where their
-// width packs the caller's M into whole waves (hopper.cu, swap_width).
-enum class Tile : int { k128x256 = 0, k128x128 = 1, k128x64 = 2, k128x192 = 3, k128x144 = 4, k128x160 = 5, k128x208 = 6,
-                        k128x200 = 7, k128x232 = 8, k128x176 = 9, k128x224 = 10 };
+// Each value is the tile's width (BN).  k128x144 ... k128x232 (widths not a
+// multiple of 64): 16-bit problems run swapped only (C^T's tiles stored
+// transposed, a K-major B: the caller's row-major A), where their width packs
+// the caller's M into whole waves (hopper.cu, swap_width).
+enum class Tile : int {
+  k128x64 = 64, k128x128 = 128, k128x144 = 144, k128x160 = 160, k128x176 = 176, k128x192 = 192,
+  k128x200 = 200, k128x208 = 208, k128x224 = 224, k128x232 = 232, k128x256 = 256
+};
 
 struct Choice {
   Tile tile = Tile::k128x256;
@@ -89,31 +92,10 @@ inline bool c_tma_ok(const GemmProblem& p, int es) {
          (p.batch <= 1 || tma_stride_ok(p.c_batch_stride, es));
 }
 
-constexpr int tile_bn(Tile t) {
-  return t == Tile::k128x256   ? 256
-         : t == Tile::k128x232 ? 232
-         : t == Tile::k128x224 ? 224
-         : t == Tile::k128x208 ? 208
-         : t == Tile::k128x200 ? 200
-         : t == Tile::k128x192 ? 192
-         : t == Tile::k128x176 ? 176
-         : t == Tile::k128x160 ? 160
-         : t == Tile::k128x144 ? 144
-         : t == Tile::k128x128 ? 128
-                               : 64;
-}
+constexpr int tile_bn(Tile t) { return static_cast<int>(t); }
 // The swapped-only widths (not a multiple of 64: an N-major B would arrive in
 // 64-column chunks, and the row-major epilogues store 64 or 32 columns at a time).
 constexpr bool tile_swapped_only(Tile t) { return tile_bn(t) % 64 != 0; }
-// Rings of 164-200 KB: 4 x 48 KB, 5 x 40 KB, 6 x 32 KB, 8 x 24 KB; 4 x 45 KB
-// (128x232), 4 x 44 KB (128x224), 4 x 42 KB (128x208), 4 x 41 KB (128x200),
-// 5 x 38 KB (128x176), 5 x 36 KB (128x160), 5 x 34 KB (128x144).
-constexpr int tile_stages(Tile t) {
-  return tile_bn(t) >= 200                                                      ? 4
-         : t == Tile::k128x192 || t == Tile::k128x176 || t == Tile::k128x160 || t == Tile::k128x144 ? 5
-         : t == Tile::k128x128                                                 ? 6
-                                                                               : 8;
-}
 // Epilogue scratch, after the ring and a 1 KB block of mbarriers (so it is
 // 1 KB aligned, as the 128-byte swizzle of a TMA box needs):
 // * a C that TMA can store (16-byte aligned rows): per consumer warpgroup two
@@ -129,6 +111,17 @@ constexpr int kCBoxBytes = 64 * 128;                   // one TMA box of C
 constexpr int kEpiTmaBytes = 2 * 2 * kCBoxBytes;       // 32 KB
 constexpr bool tile_tma_epilogue(Tile t) { return t != Tile::k128x192; }
 constexpr int epilogue_scratch_bytes(Tile t) { return tile_tma_epilogue(t) ? kEpiTmaBytes : kEpiRowsBytes; }
+// The deepest ring (at most 8 stages) that fits next to 2 KB of alignment
+// slack and barriers and the epilogue scratch in the 227 KB a block may opt
+// into on sm_90: 4 x 48 KB (128x256), 5 x 40 KB (128x192, whose 20 KB
+// scratch leaves no room for the TMA store buffers), 6 x 32 KB (128x128), 8 x
+// 24 KB (128x64); the swapped-only widths 5 x 34-38 KB (144-176), 4 x 41-45
+// KB (200-232).
+constexpr int kSmemPerBlockOptin = 227 * 1024;
+constexpr int tile_stages(Tile t) {
+  const int fit = (kSmemPerBlockOptin - 2048 - epilogue_scratch_bytes(t)) / ((128 + tile_bn(t)) * 128);
+  return fit < 8 ? fit : 8;
+}
 // Every k-block is 128 bytes of K for both operands, whatever the dtype, so
 // a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack, the
 // 1 KB mbarrier block (two 8-byte barriers per stage) and the epilogue
