@@ -540,6 +540,74 @@ def test_swap_width_forced(monkeypatch, dtype, layout, width):
         check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=M % 2 == 0, exact_bias=M % 2 == 1)
 
 
+SLAB_WIDTHS = (24, 32, 40, 48, 56, 64)
+
+
+def slab_width(dtype, M, N, layout, batch=1):
+    """Mirror of hopper.cu's slab_width() under TILED_SM90_SLAB=1: a 16-bit
+    problem with a row-major A, M <= 128 and its N / 64 tile rows within one
+    wave runs swapped on 64 x W one-slab tiles, M cut into as many tile
+    columns as still fit that wave (W a multiple of 8, 24 ... 64); C (fresh,
+    contiguous) must be 16-byte aligned.  The tile name ("64x32") or None."""
+    if dtype not in HALF or layout[0] != "N" or N % 8 or (batch > 1 and M * N % 8):
+        return None
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    rows = cdiv(N, 64) * batch
+    if M > 128 or rows > num_sms():
+        return None
+    w = max(24, cdiv(cdiv(M, num_sms() // rows), 8) * 8)
+    return f"64x{w}" if w <= 64 else None
+
+
+# One-slab tiles under the rule (TILED_SM90_SLAB=1): 64x4096 -> 2 tiles of
+# 32 columns per 64 rows of N, 100 rows -> 56, 128 -> 64, 48 -> 24; more
+# tile rows than one wave, or M > 128: as called.
+SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32"), (100, 4096, 520, "64x56"), (128, 4096, 136, "64x64"),
+                    (48, 2048, 200, "64x24"), (64, 9000, 72, None), (200, 4096, 72, None)]
+# Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged
+# M (C^T's last columns past M), a batch, more tiles than SMs, one k-block.
+SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, None), (100, 9000, 72, None),
+                      (130, 200, 520, None), (64, 72, 64, 2), (1, 4096, 64, None)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_slab_rule(monkeypatch, dtype, layout):
+    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
+    monkeypatch.setenv("TILED_SM90_SLAB", "1")
+    for M, N, K, want in SLAB_RULE_SHAPES:
+        assert slab_width(dtype, M, N, layout) == want, (M, N)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout)
+        if want is None:
+            assert "_64x" not in kernel_name(a, b), (M, N, K)
+            continue
+        assert kernel_name(a, b) == variant_name(dtype, want + "sw", layout), (M, N, K)
+        check_swapped(monkeypatch, a, b, dtype, (M, N, K, None), layout, bias=True, exact_bias=M % 2 == 0)
+    # Off unless asked for (for now), and never for a column-major A.
+    a, b = make_operands(64, 4096, 1024, dtype, "cuda", layout)
+    monkeypatch.delenv("TILED_SM90_SLAB")
+    assert kernel_name(a, b) == expected_name(dtype, 64, 4096, layout, K=1024)
+    monkeypatch.setenv("TILED_SM90_SLAB", "1")
+    a, b = make_operands(64, 4096, 1024, dtype, "cuda", "T" + layout[1])
+    assert slab_width(dtype, 64, 4096, "T" + layout[1]) is None and "sw_" not in kernel_name(a, b)
+
+
+@pytest.mark.parametrize("width", SLAB_WIDTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_slab_forced(monkeypatch, dtype, layout, width):
+    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
+    monkeypatch.setenv("TILED_SM90_SLAB", str(width))
+    for M, N, K, batch in SLAB_FORCED_SHAPES:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        if layout[0] == "T" or N % 8:  # as called (no K-major B when swapped / C not TMA-aligned)
+            assert "_64x" not in kernel_name(a, b), (M, N, K, batch)
+            check(a, b, dtype)
+            continue
+        assert kernel_name(a, b) == variant_name(dtype, f"64x{width}sw", layout), (M, N, K, batch)
+        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=M % 2 == 0, exact_bias=M % 2 == 1)
+
+
 def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):
     # tf32 NT takes the same wave rule as the 16-bit types (its kernel names
     # do not mark the swap): 4096x4104 as called is 5 waves of 128x256

@@ -99,10 +99,14 @@ struct KernelArgs {
 };
 
 template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPingPong_ = false,
-          bool kSplitK_ = false, bool kTransC_ = false>
+          bool kSplitK_ = false, bool kTransC_ = false, bool kOneSlab_ = false>
 struct Sm90Config {
   using Elem = T;
-  static constexpr int kBM = 128;
+  // One-slab tiles (16-bit, swapped only, hopper.h's kSlabWidths): 64 rows
+  // by kBN_ = 24 ... 64 columns, one consumer warpgroup (256 threads), for
+  // problems so small that 128-row tiles leave most SMs idle.
+  static constexpr bool kOneSlab = kOneSlab_;
+  static constexpr int kBM = kOneSlab ? 64 : 128;
   static constexpr int kBN = kBN_;
   static constexpr bool kAMN = kAMN_;  // A is M-major (column-major A, "T")
   static constexpr bool kBMN = kBMN_;  // B is N-major (row-major B, "N")
@@ -118,7 +122,7 @@ struct Sm90Config {
   static constexpr bool kCTrans = sizeof(T) == 4 ? !kPingPong_ && !kSplitK_ : kTransC_;
   // Widths that are not a multiple of 64 (144 ... 232) run swapped only:
   // every tile is C^T's, whatever KernelArgs::c_trans says.
-  static constexpr bool kSwappedOnly = kBN_ % 64 != 0;
+  static constexpr bool kSwappedOnly = kBN_ % 64 != 0 || kOneSlab_;
   // Rows of the caller's C per transposed TMA store: a tile's last 64-column
   // chunk of C^T may be 8, 16, 32 or 40 wide, and a store must not spill into
   // the next tile's rows: the largest power of two dividing that remainder.
@@ -151,41 +155,45 @@ struct Sm90Config {
   static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK && kBN != 192 && !kTransC_;
   static constexpr int kPartialStride = kBN + 4;  // floats per partial row (pad: 16 B, staggers banks)
   // Consumer warps that release each stage (per CTA of the cluster).
-  static constexpr int kReleasers = 4 * (kPingPong ? 1 : 2);
+  static constexpr int kReleasers = 4 * (kPingPong || kOneSlab ? 1 : 2);
   static constexpr int kElemBytes = static_cast<int>(sizeof(T));
   static constexpr int kBK = 128 / kElemBytes;          // one 128-byte swizzle row of K
   static constexpr int kKSteps = 4;                      // wgmmas per k-block: 32 bytes of K each
-  static constexpr int kConsumers = 2;                   // warpgroups doing math
+  static constexpr int kConsumers = kOneSlab ? 1 : 2;    // warpgroups doing math
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kABytes = kBM * kBK * kElemBytes;  // 16 KB
   static constexpr int kBBytes = kBN * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr Tile kTile = static_cast<Tile>(kBN);  // (a Tile's value is its width)
-  static constexpr int kStages = tile_stages(kTile);
+  static constexpr int kStages = kOneSlab ? slab_stages(kBN) : tile_stages(kTile);
   // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
   // then a 1 KB block with 2 barriers of 8 bytes per stage, then the
   // epilogue scratch (hopper.h).
-  static constexpr bool kTmaEpilogue = tile_tma_epilogue(kTile);
+  static constexpr bool kTmaEpilogue = kOneSlab || tile_tma_epilogue(kTile);
   // Registers per thread after setmaxnreg.  The CTA launches with 384 x 168
   // (__launch_bounds__(384, 1)) and setmaxnreg only moves registers within
   // that pool: an .inc waits until .decs have freed enough, so a split that
   // does not fit hangs the consumers (2 x 128 x 240 + 128 x 32 did).
   static constexpr int kConsumerRegs = 232;
   static constexpr int kProducerRegs = 40;
-  static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= kThreads * 168, "the CTA's launch registers");
-  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 1024 + epilogue_scratch_bytes(kTile);
+  // (One-slab kernels keep the compiler's allocation: one consumer warpgroup
+  // of a 64 x <= 64 tile needs no more.)
+  static_assert(kOneSlab || 2 * 128 * kConsumerRegs + 128 * kProducerRegs <= kThreads * 168, "the CTA's launch registers");
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 1024 + (kOneSlab ? kEpiTmaBytes : epilogue_scratch_bytes(kTile));
   static_assert(2 * 8 * kStages <= 1024, "barriers fit their block");
   static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpiRowsBytes && kEpiRowsBytes <= epilogue_scratch_bytes(kTile),
                 "epilogue scratch: 8 warps x 16 rows");
-  static_assert(kSmemBytes == tile_smem_bytes(kTile), "host and kernel agree on shared memory");
+  static_assert(kSmemBytes == (kOneSlab ? slab_smem_bytes(kBN) : tile_smem_bytes(kTile)),
+                "host and kernel agree on shared memory");
   // wgmma has no transpose for tf32: an M-major tf32 A goes through
   // registers (cooperative configs only); an N-major B needs a 16-bit type.
   static_assert(!kBMN || kElemBytes == 2, "an N-major B needs a 16-bit type");
   static_assert(!kARegs || (!kPingPong && !kSplitK), "register A: cooperative, no split");
-  static_assert(kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 176 || kBN == 192 || kBN == 200 ||
+  static_assert((kOneSlab && slab_width_index(kBN) >= 0) || kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 176 || kBN == 192 || kBN == 200 ||
                     kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
-  static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144-232: swapped, K-major B, no cluster");
+  static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144-232, one-slab: swapped, K-major B, no cluster");
+  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK), "one-slab: 16-bit, cooperative whole tiles");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -369,7 +377,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   if (warpgroup == 0) {
     // ------------------------------------------------------------ producer
-    setmaxnreg_dec<Cfg::kProducerRegs>();
+    if constexpr (!Cfg::kOneSlab) setmaxnreg_dec<Cfg::kProducerRegs>();
     if (wg_thread == 0) {
       prefetch_tensormap(&tmap_a);
       prefetch_tensormap(&tmap_b);
@@ -435,7 +443,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
   } else {
     // ------------------------------------------------------------ consumers
-    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    if constexpr (!Cfg::kOneSlab) setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = warpgroup - 1;  // cooperative: which 64-row half of each tile; ping-pong: which tiles
     const int warp = wg_thread / 32, lane = wg_thread % 32;
     constexpr int kSubM = Cfg::kSubM;
@@ -1213,23 +1221,30 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     if (c.c_trans) {  // C^T's tiles stored transposed (hopper.cu's swap_fills_waves, swap_width)
       if (c.pingpong || c.split_k > 1 || c.sk_tiles > 0 || (c.cluster != 1 && c.tile != Tile::k128x256))
         return "sm90: a 16-bit transposed C needs cooperative whole tiles";
-      if (tile_swapped_only(c.tile)) {
+      if (c.slab > 0 || tile_swapped_only(c.tile)) {
         // K-major B only (the caller's row-major A), no cluster.
-        if (c.b_mn) return "sm90: 128x144 ... 128x232 tiles need a K-major B";
-        const int bn = tile_bn(c.tile);
-#define TILED_SM90_SWAPPED_ONLY(BN)                                                                               \
-  if (bn == BN) {                                                                                                 \
-    if (c.a_mn) return launch_sm90<Sm90Config<T, BN, true, false, 1, false, false, true>>(p, dev, stream, c, workspace); \
-    return launch_sm90<Sm90Config<T, BN, false, false, 1, false, false, true>>(p, dev, stream, c, workspace);       \
+        if (c.b_mn) return "sm90: swapped-only tiles (128x144 ... 128x232, one-slab) need a K-major B";
+        const int bn = c.slab > 0 ? c.slab : tile_bn(c.tile);
+#define TILED_SM90_SWAPPED_ONLY(BN, SLAB)                                                                           \
+  if (bn == BN && (c.slab > 0) == SLAB) {                                                                           \
+    if (c.a_mn) return launch_sm90<Sm90Config<T, BN, true, false, 1, false, false, true, SLAB>>(p, dev, stream, c, workspace); \
+    return launch_sm90<Sm90Config<T, BN, false, false, 1, false, false, true, SLAB>>(p, dev, stream, c, workspace);       \
   }
-        TILED_SM90_SWAPPED_ONLY(144)
-        TILED_SM90_SWAPPED_ONLY(160)
-        TILED_SM90_SWAPPED_ONLY(176)
-        TILED_SM90_SWAPPED_ONLY(200)
-        TILED_SM90_SWAPPED_ONLY(208)
-        TILED_SM90_SWAPPED_ONLY(224)
-        TILED_SM90_SWAPPED_ONLY(232)
+        TILED_SM90_SWAPPED_ONLY(144, false)
+        TILED_SM90_SWAPPED_ONLY(160, false)
+        TILED_SM90_SWAPPED_ONLY(176, false)
+        TILED_SM90_SWAPPED_ONLY(200, false)
+        TILED_SM90_SWAPPED_ONLY(208, false)
+        TILED_SM90_SWAPPED_ONLY(224, false)
+        TILED_SM90_SWAPPED_ONLY(232, false)
+        TILED_SM90_SWAPPED_ONLY(24, true)
+        TILED_SM90_SWAPPED_ONLY(32, true)
+        TILED_SM90_SWAPPED_ONLY(40, true)
+        TILED_SM90_SWAPPED_ONLY(48, true)
+        TILED_SM90_SWAPPED_ONLY(56, true)
+        TILED_SM90_SWAPPED_ONLY(64, true)
 #undef TILED_SM90_SWAPPED_ONLY
+        return "sm90: no swapped-only kernel of that width";
       }
       if (c.tile != Tile::k128x256) return "sm90: a 16-bit transposed C needs cooperative 128x256 tiles";
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false, false, true)

@@ -23,6 +23,7 @@ using sm90::Choice;
 using sm90::Tile;
 using sm90::tile_bn;
 using sm90::tile_swapped_only;
+using sm90::slab_width_index;
 using sm90::stream_k_tiles;
 using sm90::c_tma_ok;
 using sm90::tma_stride_ok;
@@ -404,13 +405,38 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return best;
 }
 
+// One-slab tiles for a small M: a 16-bit problem with a row-major A runs
+// swapped on tiles of 64 rows of N by W columns of M (kSlabWidths, one
+// consumer warpgroup), M cut into as many tile columns as still fit one
+// wave next to the N / 64 tile rows, e.g. 64x4096x4096 on 132 SMs: 64 tile
+// rows x 2 tiles of 32 columns (128 CTAs, each streaming 64 rows of B^T
+// through all of K, no split), where 128-row tiles give 32 or 64 tiles and
+// a split K.  Returns W, or 0 for none.  TILED_SM90_SLAB=1: the rule above
+// (M <= 128, N / 64 tile rows within one wave; opt-in until measured), =W
+// forces width W wherever the layout and C allow it, unset or 0: never.
+[[maybe_unused]] int slab_width(const Planned& pp) {
+  const GemmProblem& p = pp.p;
+  if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return 0;
+  const char* v = setting("TILED_SM90_SLAB");
+  if (!v) return 0;
+  const long forced = std::strtol(v, nullptr, 10);
+  if (forced != 1) return slab_width_index(static_cast<int>(forced)) >= 0 ? static_cast<int>(forced) : 0;
+  const int64_t sms = sm_count(pp.dev);
+  const int64_t rows = ceil_div(p.N, 64) * p.batch;  // tile rows (64 of the caller's N each)
+  if (p.M > 128 || rows > sms) return 0;
+  const int64_t w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
+  return w > 64 ? 0 : w < 24 ? 24 : static_cast<int>(w);
+}
+
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
-// so, its Choice (c_trans set when swapped).
-bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::k128x256) {
+// so, its Choice (c_trans set when swapped).  `width`: a swapped-only
+// 128-row tile (swap_width), `slab`: a one-slab width (slab_width).
+bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::k128x256, int slab = 0) {
 #if !defined(TILED_WITH_SM90A)
   (void)planned;
   (void)swapped;
   (void)width;
+  (void)slab;
   (void)choice;
   return false;
 #else
@@ -437,9 +463,10 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
   if (ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch > kMaxInt) return false;
   if (!operand_ok(p.a, p.batch, es) || !operand_ok(p.b, p.batch, es)) return false;
   Choice c = planned.choice();
-  if (tile_swapped_only(width)) {  // swap_width's tiles: cooperative whole tiles, no cluster
+  if (slab > 0 || tile_swapped_only(width)) {  // cooperative whole tiles, no cluster
     Choice w;
     w.tile = width;
+    w.slab = slab;
     w.a_mn = c.a_mn;
     w.b_mn = c.b_mn;
     w.group_m = c.group_m;
@@ -447,7 +474,9 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     if (!swapped || w.b_mn) return false;
     c = w;
   }
-  if (dev.max_smem_per_block_optin < static_cast<size_t>(sm90::tile_smem_bytes(c.tile))) return false;
+  if (dev.max_smem_per_block_optin <
+      static_cast<size_t>(c.slab > 0 ? sm90::slab_smem_bytes(c.slab) : sm90::tile_smem_bytes(c.tile)))
+    return false;
   // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
   // switches it off (such problems are then staged K-major, as before it).
   if (p.dtype == DType::f32 && c.a_mn && setting_is("TILED_SM90_TF32_REGISTER_A", "0")) return false;
@@ -466,6 +495,11 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
   const bool nn = tf32_swapped(caller), tf32_nt = tf32_nt_swap_wanted(caller);
   Planned pp{caller, dev}, qq{swap_operands(caller), dev};
   const bool fills = !nn && !tf32_nt && swap_fills_waves(pp, qq);
+  const int slab = slab_width(pp);
+  if (slab > 0 && plan_as(qq, true, choice, Tile::k128x256, slab)) {
+    if (launched) *launched = qq.p;
+    return true;
+  }
   const Tile width = swap_width(pp, qq, fills);
   if (tile_swapped_only(width) && plan_as(qq, true, choice, width)) {
     if (launched) *launched = qq.p;
@@ -497,17 +531,22 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // 128x64streamk (stream-K over the last wave); a 16-bit problem run
   // swapped (C^T stored transposed) adds "sw", e.g. 128x256sw; 128x144sw,
   // 128x160sw, 128x176sw, 128x200sw, 128x208sw, 128x224sw and 128x232sw run
-  // swapped only (swap_width).  Built once.
+  // swapped only (swap_width), as do the one-slab tiles 64x24sw ... 64x64sw
+  // (slab_width).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  constexpr int kNumVariants = 21;
+  constexpr int kNumVariants = 27;
   static const char* const kVariants[kNumVariants] = {
       "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
       "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
       "128x192",    "128x64sk2",
       // the swapped-only widths, in kSwapWidths order
-      "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232"};
-  constexpr int kFirstSwapWidth = 14;
-  static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kNumVariants, "one name per width");
+      "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232",
+      // the one-slab widths, in kSlabWidths order
+      "64x24", "64x32", "64x40", "64x48", "64x56", "64x64"};
+  constexpr int kFirstSwapWidth = 14, kFirstSlab = 21;
+  static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kFirstSlab &&
+                    kFirstSlab + sizeof(sm90::kSlabWidths) / sizeof(sm90::kSlabWidths[0]) == kNumVariants,
+                "one name per width");
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
     auto* n = new std::string[2 * 3 * kNumVariants * 4];
@@ -521,7 +560,8 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   }();
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
   const bool sk = c.sk_tiles > 0;
-  const int v = c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
+  const int v = c.slab > 0                    ? kFirstSlab + sm90::slab_width_index(c.slab)
+                : c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
                 : c.split_k > 1 && c.tile == Tile::k128x64 ? 13
                 : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
                 : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)

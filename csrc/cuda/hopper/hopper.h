@@ -60,6 +60,9 @@ struct Choice {
   // with a row-major B, see hopper.cu): the kernel stores C^T's (m, n) at
   // the caller's C[n][m].
   bool c_trans = false;
+  // > 0: a one-slab tile of 64 rows by this many columns (kSlabWidths),
+  // swapped (c_trans), cooperative whole tiles without cluster; `tile` unused.
+  int slab = 0;
 };
 
 // Stream-K tiles for `tiles` output tiles of `k_blocks` k-blocks on a grid
@@ -129,6 +132,23 @@ constexpr int tile_stages(Tile t) {
 constexpr int tile_smem_bytes(Tile t) {
   return 1024 + tile_stages(t) * (128 + tile_bn(t)) * 128 + 1024 + epilogue_scratch_bytes(t);
 }
+
+// One-slab tiles (16-bit NN / NT, run swapped only): 64 rows of the swapped
+// problem (the caller's N) by W columns (the caller's M), one consumer
+// warpgroup, for small M (hopper.cu, slab_width).  Their stages are small
+// ((64 + W) x 128 bytes), so the ring holds up to 16 of them next to the TMA
+// store buffers.
+constexpr int kSlabWidths[6] = {24, 32, 40, 48, 56, 64};
+constexpr int slab_width_index(int w) {
+  for (int i = 0; i < 6; ++i)
+    if (kSlabWidths[i] == w) return i;
+  return -1;
+}
+constexpr int slab_stages(int w) {
+  const int fit = (kSmemPerBlockOptin - 2048 - kEpiTmaBytes) / ((64 + w) * 128);
+  return fit < 16 ? fit : 16;
+}
+constexpr int slab_smem_bytes(int w) { return 1024 + slab_stages(w) * (64 + w) * 128 + 1024 + kEpiTmaBytes; }
 
 // Per-dtype launchers (hopper_bf16.cu, hopper_f16.cu, hopper_tf32.cu).
 // `workspace`: hopper_workspace_bytes(p, dev) bytes, 256-byte aligned (null when 0).

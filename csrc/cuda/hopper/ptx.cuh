@@ -375,6 +375,28 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 #define TILED_WGMMA_N64(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS32, TILED_WGMMA_ACC32, "%34", ", %32, %33, p, %35, %36" TRANS)
 
+// The one-slab widths (24, 32, 40, 48, 56 columns; hopper.h's kSlabWidths; 64 is above).
+#define TILED_WGMMA_REGS12 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11"
+#define TILED_WGMMA_ACC12 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+#define TILED_WGMMA_N24(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS12, TILED_WGMMA_ACC12, "%14", ", %12, %13, p, %15, %16" TRANS)
+#define TILED_WGMMA_REGS16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define TILED_WGMMA_ACC16 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define TILED_WGMMA_N32(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS16, TILED_WGMMA_ACC16, "%18", ", %16, %17, p, %19, %20" TRANS)
+#define TILED_WGMMA_REGS20 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19"
+#define TILED_WGMMA_ACC20 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
+#define TILED_WGMMA_N40(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS20, TILED_WGMMA_ACC20, "%22", ", %20, %21, p, %23, %24" TRANS)
+#define TILED_WGMMA_REGS24 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23"
+#define TILED_WGMMA_ACC24 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+#define TILED_WGMMA_N48(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS24, TILED_WGMMA_ACC24, "%26", ", %24, %25, p, %27, %28" TRANS)
+#define TILED_WGMMA_REGS28 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27"
+#define TILED_WGMMA_ACC28 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+#define TILED_WGMMA_N56(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS28, TILED_WGMMA_ACC28, "%30", ", %28, %29, p, %31, %32" TRANS)
+
 // Compile-time selection by element type and N: Wgmma<T, N>::run<kTA, kTB>.
 template <class T, int kN>
 struct Wgmma;
@@ -399,6 +421,11 @@ TILED_WGMMA_SPEC(__nv_bfloat16, 160, "m64n160k16.f32.bf16.bf16", ", %85, %86")
 TILED_WGMMA_SPEC(__nv_bfloat16, 144, "m64n144k16.f32.bf16.bf16", ", %77, %78")
 TILED_WGMMA_SPEC(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", ", %69, %70")
 TILED_WGMMA_SPEC(__nv_bfloat16, 64, "m64n64k16.f32.bf16.bf16", ", %37, %38")
+TILED_WGMMA_SPEC(__nv_bfloat16, 56, "m64n56k16.f32.bf16.bf16", ", %33, %34")
+TILED_WGMMA_SPEC(__nv_bfloat16, 48, "m64n48k16.f32.bf16.bf16", ", %29, %30")
+TILED_WGMMA_SPEC(__nv_bfloat16, 40, "m64n40k16.f32.bf16.bf16", ", %25, %26")
+TILED_WGMMA_SPEC(__nv_bfloat16, 32, "m64n32k16.f32.bf16.bf16", ", %21, %22")
+TILED_WGMMA_SPEC(__nv_bfloat16, 24, "m64n24k16.f32.bf16.bf16", ", %17, %18")
 TILED_WGMMA_SPEC(__half, 256, "m64n256k16.f32.f16.f16", ", %133, %134")
 TILED_WGMMA_SPEC(__half, 192, "m64n192k16.f32.f16.f16", ", %101, %102")
 TILED_WGMMA_SPEC(__half, 232, "m64n232k16.f32.f16.f16", ", %121, %122")
@@ -410,6 +437,11 @@ TILED_WGMMA_SPEC(__half, 160, "m64n160k16.f32.f16.f16", ", %85, %86")
 TILED_WGMMA_SPEC(__half, 144, "m64n144k16.f32.f16.f16", ", %77, %78")
 TILED_WGMMA_SPEC(__half, 128, "m64n128k16.f32.f16.f16", ", %69, %70")
 TILED_WGMMA_SPEC(__half, 64, "m64n64k16.f32.f16.f16", ", %37, %38")
+TILED_WGMMA_SPEC(__half, 56, "m64n56k16.f32.f16.f16", ", %33, %34")
+TILED_WGMMA_SPEC(__half, 48, "m64n48k16.f32.f16.f16", ", %29, %30")
+TILED_WGMMA_SPEC(__half, 40, "m64n40k16.f32.f16.f16", ", %25, %26")
+TILED_WGMMA_SPEC(__half, 32, "m64n32k16.f32.f16.f16", ", %21, %22")
+TILED_WGMMA_SPEC(__half, 24, "m64n24k16.f32.f16.f16", ", %17, %18")
 TILED_WGMMA_SPEC(float, 256, "m64n256k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 192, "m64n192k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 128, "m64n128k8.f32.tf32.tf32", "")
@@ -456,6 +488,11 @@ TILED_WGMMA_RS_SPEC(64, 32, "%37", ", {%32, %33, %34, %35}, %36, p, %38, %39")
 #undef TILED_WGMMA_N160
 #undef TILED_WGMMA_N200
 #undef TILED_WGMMA_N144
+#undef TILED_WGMMA_N24
+#undef TILED_WGMMA_N32
+#undef TILED_WGMMA_N40
+#undef TILED_WGMMA_N48
+#undef TILED_WGMMA_N56
 #undef TILED_WGMMA_N256
 #undef TILED_WGMMA
 #undef TILED_WGMMA_ACC128
@@ -480,6 +517,16 @@ TILED_WGMMA_RS_SPEC(64, 32, "%37", ", {%32, %33, %34, %35}, %36, p, %38, %39")
 #undef TILED_WGMMA_REGS64
 #undef TILED_WGMMA_REGS32
 #undef TILED_WGMMA_ACC32
+#undef TILED_WGMMA_REGS12
+#undef TILED_WGMMA_ACC12
+#undef TILED_WGMMA_REGS16
+#undef TILED_WGMMA_ACC16
+#undef TILED_WGMMA_REGS20
+#undef TILED_WGMMA_ACC20
+#undef TILED_WGMMA_REGS24
+#undef TILED_WGMMA_ACC24
+#undef TILED_WGMMA_REGS28
+#undef TILED_WGMMA_ACC28
 
 #endif  // __CUDA_ARCH__ && __CUDA_ARCH_FEAT_SM90_ALL
 
