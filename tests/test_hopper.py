@@ -185,10 +185,14 @@ def tile_problem(dtype, M, N, layout, batch=1, K=0, streamk=None):
     return (M, N)
 
 
-def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None):
+def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     """The config that runs (after any staging copy).  tf32 NN / TT run a
     register-A kernel unless their tiles split K or the MN-major operand's
-    leading dimension is not 16-byte aligned: then an NT copy runs."""
+    leading dimension is not 16-byte aligned: then an NT copy runs.
+    slab=False: as with TILED_SM90_SLAB=0."""
+    one_slab = slab and slab_width(dtype, M, N, layout, batch, streamk=streamk)
+    if one_slab:
+        return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
     width = swap_width(dtype, M, N, layout, batch, K, streamk)
     if width:
         return f"sm90_{TAG[dtype]}_{width}sw_{layout.lower()}"
@@ -543,27 +547,37 @@ def test_swap_width_forced(monkeypatch, dtype, layout, width):
 SLAB_WIDTHS = (24, 32, 40, 48, 56, 64)
 
 
-def slab_width(dtype, M, N, layout, batch=1):
-    """Mirror of hopper.cu's slab_width() under TILED_SM90_SLAB=1: a 16-bit
-    problem with a row-major A, M <= 128 and its N / 64 tile rows within one
-    wave runs swapped on 64 x W one-slab tiles, M cut into as many tile
-    columns as still fit that wave (W a multiple of 8, 24 ... 64); C (fresh,
+def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
+    """Mirror of hopper.cu's slab_width() (rule: TILED_SM90_SLAB=1; None
+    where a schedule setting is given: here TILED_SM90_STREAMK when streamk
+    is not None): a 16-bit problem with a row-major A, M <= 128 and its N / 64
+    tile rows within one wave runs swapped on 64 x W one-slab tiles, M cut
+    into as many tile columns as still fit that wave (W a multiple of 8,
+    24 ... 64); by default only where M <= 64 or W <= 32.  C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("64x32") or None."""
     if dtype not in HALF or layout[0] != "N" or N % 8 or (batch > 1 and M * N % 8):
+        return None
+    if streamk is not None and not rule:
         return None
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     rows = cdiv(N, 64) * batch
     if M > 128 or rows > num_sms():
         return None
     w = max(24, cdiv(cdiv(M, num_sms() // rows), 8) * 8)
-    return f"64x{w}" if w <= 64 else None
+    if w > 64 or (not rule and M > 64 and w > 32):
+        return None
+    return f"64x{w}"
 
 
-# One-slab tiles under the rule (TILED_SM90_SLAB=1): 64x4096 -> 2 tiles of
-# 32 columns per 64 rows of N, 100 rows -> 56, 128 -> 64, 48 -> 24; more
-# tile rows than one wave, or M > 128: as called.
-SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32"), (100, 4096, 520, "64x56"), (128, 4096, 136, "64x64"),
-                    (48, 2048, 200, "64x24"), (64, 9000, 72, None), (200, 4096, 72, None)]
+# One-slab tiles: (M, N, K, by default, under TILED_SM90_SLAB=1).  64x4096
+# -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 4 of 24, 128x2048
+# -> 4 of 32, 64x8192 -> 1 of 64; 100 / 128 rows at N = 4096 (2 tiles of 56
+# / 64 columns) only under the rule; more tile rows than one wave, or M >
+# 128: never.
+SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, None, "64x56"),
+                    (128, 4096, 136, None, "64x64"), (48, 2048, 200, "64x24", "64x24"),
+                    (128, 2048, 136, "64x32", "64x32"), (64, 8192, 72, "64x64", "64x64"),
+                    (64, 9000, 72, None, None), (200, 4096, 72, None, None)]
 # Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged
 # M (C^T's last columns past M), a batch, more tiles than SMs, one k-block.
 SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, None), (100, 9000, 72, None),
@@ -574,22 +588,39 @@ SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, No
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_rule(monkeypatch, dtype, layout):
     monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
-    monkeypatch.setenv("TILED_SM90_SLAB", "1")
-    for M, N, K, want in SLAB_RULE_SHAPES:
-        assert slab_width(dtype, M, N, layout) == want, (M, N)
+    for M, N, K, default, rule in SLAB_RULE_SHAPES:
+        assert slab_width(dtype, M, N, layout) == default, (M, N)
+        assert slab_width(dtype, M, N, layout, rule=True) == rule, (M, N)
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
-        if want is None:
-            assert "_64x" not in kernel_name(a, b), (M, N, K)
-            continue
-        assert kernel_name(a, b) == variant_name(dtype, want + "sw", layout), (M, N, K)
-        check_swapped(monkeypatch, a, b, dtype, (M, N, K, None), layout, bias=True, exact_bias=M % 2 == 0)
-    # Off unless asked for (for now), and never for a column-major A.
+        assert kernel_name(a, b) == expected_name(dtype, M, N, layout, K=K), (M, N, K)
+        for setting, want in (("0", None), ("1", rule)):
+            with monkeypatch.context() as m:
+                m.setenv("TILED_SM90_SLAB", setting)
+                if want is None:
+                    assert kernel_name(a, b) == expected_name(dtype, M, N, layout, K=K, slab=False), (M, N, K)
+                    assert "_64x" not in kernel_name(a, b)
+                    continue
+                assert kernel_name(a, b) == variant_name(dtype, want + "sw", layout), (M, N, K)
+                check_swapped(m, a, b, dtype, (M, N, K, None), layout, bias=True, exact_bias=M % 2 == 0)
+    # A schedule setting leaves them out; a column-major A never has them.
     a, b = make_operands(64, 4096, 1024, dtype, "cuda", layout)
-    monkeypatch.delenv("TILED_SM90_SLAB")
-    assert kernel_name(a, b) == expected_name(dtype, 64, 4096, layout, K=1024)
-    monkeypatch.setenv("TILED_SM90_SLAB", "1")
+    with monkeypatch.context() as m:
+        m.setenv("TILED_SM90_SPLITK", "0")
+        assert "_64x" not in kernel_name(a, b)
     a, b = make_operands(64, 4096, 1024, dtype, "cuda", "T" + layout[1])
-    assert slab_width(dtype, 64, 4096, "T" + layout[1]) is None and "sw_" not in kernel_name(a, b)
+    assert slab_width(dtype, 64, 4096, "T" + layout[1]) is None and "_64x" not in kernel_name(a, b)
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_slab_over_skinny(dtype, layout):
+    # Dispatch prefers one-slab tiles to the skinny kernel for 32 < M <= 64.
+    for M, N, want in ((64, 4096, "64x32sw"), (48, 4096, "64x24sw"), (33, 2048, "64x24sw")):
+        a, b = make_operands(M, N, 256, dtype, "cuda", layout)
+        assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N)
+        check(a, b, dtype)
+    a, b = make_operands(32, 4096, 256, dtype, "cuda", layout)
+    assert kernel_name(a, b).startswith("skinny_")
 
 
 @pytest.mark.parametrize("width", SLAB_WIDTHS)
@@ -600,12 +631,13 @@ def test_slab_forced(monkeypatch, dtype, layout, width):
     monkeypatch.setenv("TILED_SM90_SLAB", str(width))
     for M, N, K, batch in SLAB_FORCED_SHAPES:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        if layout[0] == "T" or N % 8:  # as called (no K-major B when swapped / C not TMA-aligned)
+        if (layout[0] == "T" and M > 1) or N % 8:  # as called (no K-major B swapped / C not TMA-aligned)
             assert "_64x" not in kernel_name(a, b), (M, N, K, batch)
             check(a, b, dtype)
             continue
-        assert kernel_name(a, b) == variant_name(dtype, f"64x{width}sw", layout), (M, N, K, batch)
-        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=M % 2 == 0, exact_bias=M % 2 == 1)
+        lay = "N" + layout[1]  # (a single row of A is row-major whatever its strides say)
+        assert kernel_name(a, b) == variant_name(dtype, f"64x{width}sw", lay), (M, N, K, batch)
+        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), lay, bias=M % 2 == 0, exact_bias=M % 2 == 1)
 
 
 def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):

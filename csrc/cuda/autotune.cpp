@@ -92,6 +92,12 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_CLUSTER", "0"}});
     out.push_back({{"TILED_SKINNY_DEEP", "1"}});
     out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_DEEP", "1"}});
+    // The Hopper kernel's one-slab tiles (row-major A): off, or under their
+    // rule whatever the width (the skinny kernel off, so they can run).
+    if (p.a.row_major() && p.M <= 128) {
+      out.push_back({{"TILED_SM90_SLAB", "0"}});
+      out.push_back({{"TILED_SM90_SLAB", "1"}, {"TILED_SKINNY_MAXM", "0"}});
+    }
   }
   if (std::min(p.M, p.N) > 64) {
     // The Hopper kernel's schedules (ignored where the problem goes elsewhere).

@@ -411,21 +411,36 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // wave next to the N / 64 tile rows, e.g. 64x4096x4096 on 132 SMs: 64 tile
 // rows x 2 tiles of 32 columns (128 CTAs, each streaming 64 rows of B^T
 // through all of K, no split), where 128-row tiles give 32 or 64 tiles and
-// a split K.  Returns W, or 0 for none.  TILED_SM90_SLAB=1: the rule above
-// (M <= 128, N / 64 tile rows within one wave; opt-in until measured), =W
-// forces width W wherever the layout and C allow it, unset or 0: never.
+// a split K (or the skinny kernel's 64-row tiles, split 4 ways).  By
+// default for M <= 64, or where W <= 32.  Measured on an H100 (bf16, paired
+// with cuBLAS, explore 2c32691), as called / one-slab: 64x4096x4096 NN
+// 0.82 (skinny) / 0.89, NT 0.80 / 0.91, 48x4096x4096 0.83 / 0.90,
+// 64x8192x4096 0.90 (128x64) / 0.99, 128x2048x4096 0.88 (128x64sk2) /
+// 0.90-0.94; even or behind at wider W: 100x4096x4096 (64x56) 0.86 / 0.87,
+// 128x4096x4096 (64x64) NN 0.91 / 0.88, NT 0.89 / 0.90; 32x4096x4096 even
+// with the skinny kernel, which dispatch keeps for M <= 32.  Returns W, or
+// 0 for none.  TILED_SM90_SLAB=0: never, =1: wherever M <= 128 and the
+// tile rows fit one wave (whatever W), =W: width W wherever the layout
+// and C allow it; with it unset, a setting that shapes the schedule as
+// called (as for swap_width) leaves these tiles out.
 [[maybe_unused]] int slab_width(const Planned& pp) {
   const GemmProblem& p = pp.p;
   if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return 0;
   const char* v = setting("TILED_SM90_SLAB");
-  if (!v) return 0;
-  const long forced = std::strtol(v, nullptr, 10);
-  if (forced != 1) return slab_width_index(static_cast<int>(forced)) >= 0 ? static_cast<int>(forced) : 0;
+  const long forced = v ? std::strtol(v, nullptr, 10) : -1;
+  if (forced == 0) return 0;
+  if (forced > 1) return slab_width_index(static_cast<int>(forced)) >= 0 ? static_cast<int>(forced) : 0;
   const int64_t sms = sm_count(pp.dev);
   const int64_t rows = ceil_div(p.N, 64) * p.batch;  // tile rows (64 of the caller's N each)
   if (p.M > 128 || rows > sms) return 0;
-  const int64_t w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
-  return w > 64 ? 0 : w < 24 ? 24 : static_cast<int>(w);
+  int64_t w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
+  if (w < 24) w = 24;
+  if (w > 64 || (forced != 1 && p.M > 64 && w > 32)) return 0;
+  if (forced != 1)
+    for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
+                             "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW", "TILED_SM90_SWAP_WIDTH"})
+      if (setting(name)) return 0;
+  return static_cast<int>(w);
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
@@ -573,6 +588,11 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);
   const int sw = c.c_trans && p.dtype != DType::f32 ? 1 : 0;
   return names[((sw * 3 + d) * kNumVariants + v) * 4 + l].c_str();
+}
+
+bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev) {
+  Choice c;
+  return plan(p, dev, nullptr, &c) && c.slab > 0;
 }
 
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {

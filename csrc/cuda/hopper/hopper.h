@@ -19,6 +19,9 @@ namespace cuda {
 // <BMxBN>_<a><b>", a/b = 'n' row-major or 't' column-major), or nullptr when
 // hopper_can_run(p, dev) is false.
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
+// Whether hopper_gemm would run `p` on one-slab tiles (64-row tiles for a
+// small M; dispatch prefers them to the skinny kernel for 32 < M <= 64).
+bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev);
 // Scratch hopper_gemm needs for `p` (stream-K partial tiles), 0 when none.
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 
