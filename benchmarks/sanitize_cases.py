@@ -63,6 +63,7 @@ def main():
     for M, N, K, splits, cluster in ((3, 136, 72, "2", "1"), (17, 200, 520, "4", "1"), (40, 130, 264, "3", "0"),
                                      (300, 9, 200, "2", "1"), (64, 128, 1000, "8", "0")):
         os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"] = splits, cluster
+        os.environ["TILED_SM90_SLAB"] = "0"  # (64 rows would go to the Hopper kernel's one-slab tiles)
         for lay in ("NN", "NT", "TN", "TT"):
             store_a = torch.randn(M, K + 8, device="cuda", dtype=torch.bfloat16)
             a = store_a[:, :K] if lay[0] == "N" else torch.randn(K, M + 8 - M % 8, device="cuda",
@@ -70,7 +71,7 @@ def main():
             b = torch.randn(K, N + 8 - N % 8, device="cuda", dtype=torch.bfloat16)[:, :N] if lay[1] == "N" else \
                 torch.randn(N, K + 8, device="cuda", dtype=torch.bfloat16)[:, :K].t()
             failures += bad_result(a, b, name_prefix="skinny")
-    del os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"]
+    del os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"], os.environ["TILED_SM90_SLAB"]
     # The Hopper kernel's stream-K pieces (partials through the workspace,
     # flags), ragged and batched; the deep-K split-K default; 128x64 tiles
     # with K split in two; TMA-stored C (ragged, batched; then several tiles

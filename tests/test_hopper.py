@@ -613,8 +613,9 @@ def test_slab_rule(monkeypatch, dtype, layout):
 
 @pytest.mark.parametrize("layout", ["NN", "NT"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_slab_over_skinny(dtype, layout):
+def test_slab_over_skinny(monkeypatch, dtype, layout):
     # Dispatch prefers one-slab tiles to the skinny kernel for 32 < M <= 64.
+    monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     for M, N, want in ((64, 4096, "64x32sw"), (48, 4096, "64x24sw"), (33, 2048, "64x24sw")):
         a, b = make_operands(M, N, 256, dtype, "cuda", layout)
         assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N)
@@ -980,7 +981,8 @@ def test_splitk(monkeypatch, setting, dtype, layout):
 def test_splitk_auto_picks(monkeypatch):
     # Opt-in "auto": S = 2 where the 128x128 tiles fill <= half the SMs and K
     # has >= 32 k-blocks.  Unset: 128x64 tiles, their K split in two where
-    # they fill <= half the SMs.
+    # they fill <= half the SMs (one-slab tiles off: 16x4096 would take them).
+    monkeypatch.setenv("TILED_SM90_SLAB", "0")
     for M, N, K, unset in [(16, 4096, 4096, "128x64sk2"), (128, 4096, 4096, "128x64sk2"),
                            (256, 4096, 4096, "128x64"), (200, 1000, 2048, "128x64sk2")]:
         a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
@@ -1054,6 +1056,7 @@ def test_groupm(monkeypatch, group, dtype):
 @pytest.fixture
 def smallm(monkeypatch):
     monkeypatch.setenv("TILED_SM90_SMALLM", "1")
+    monkeypatch.setenv("TILED_SM90_SLAB", "0")  # (128-row tiles: their idle slabs are the point)
 
 
 SMALLM_SHAPES = [  # (M, N, K, batch); N, K multiples of 8 (TMA strides without staging)
@@ -1325,7 +1328,8 @@ NARROW_SPLIT_SHAPES = [(128, 4096, 4096, None), (100, 1000, 2048, None), (200, 2
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_narrow_splitk(dtype, layout):
+def test_narrow_splitk(monkeypatch, dtype, layout):
+    monkeypatch.setenv("TILED_SM90_SLAB", "0")  # (100x1000 would run on 64x24 one-slab tiles)
     check_config_shapes(NARROW_SPLIT_SHAPES, dtype, layout, "128x64sk2", exact=False)
     exact_check(128, 1000, 2048, dtype, layout)
     exact_check(200, 264, 2120, dtype, layout, bias=False)

@@ -29,6 +29,10 @@ def _defaults(monkeypatch):
     monkeypatch.delenv("TILED_SKINNY_MAXM", raising=False)
     monkeypatch.delenv("TILED_SKINNY_BM", raising=False)
     monkeypatch.delenv("TILED_SKINNY_DEEP", raising=False)
+    # 33..64 rows would go to the Hopper kernel's one-slab tiles where they
+    # apply (tests/test_hopper.py, test_slab_over_skinny): these tests are
+    # about the skinny kernel.
+    monkeypatch.setenv("TILED_SM90_SLAB", "0")
 
 
 def padded(values, ch):
@@ -261,7 +265,8 @@ def test_threshold_and_off_switch(monkeypatch):
 def test_long_n_rows_33_to_64_go_to_hopper(monkeypatch, layout):
     """On an H100/H200 33..64 rows against N >= 6144 run on the Hopper kernel
     (its 128x128 tiles stream B faster there), unless TILED_SKINNY_MAXM sets
-    the limit explicitly; 32 rows, N = 4096 and batches stay skinny."""
+    the limit explicitly; 32 rows, N = 4096 and batches stay skinny (with
+    the one-slab tiles off, as here)."""
     hopper = torch.cuda.get_device_capability() == (9, 0)
     for M, N, K in [(64, 14336, 264), (33, 8200, 136)]:
         a, b = operands(M, N, K, torch.bfloat16, layout, seed=M)
