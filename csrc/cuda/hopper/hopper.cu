@@ -484,7 +484,12 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     w.slab = slab;
     w.a_mn = c.a_mn;
     w.b_mn = c.b_mn;
-    w.group_m = c.group_m;
+    // One-slab tiles: the tiles of one tile row (the same 64 rows of B^T)
+    // adjacent in launch order unless TILED_SM90_GROUPM says otherwise
+    // (measured on an H100, bf16, groups of 8 / 1 tile rows: 64x4096x4096 NN
+    // 0.89 / 0.93-0.97, NT 0.91 / 0.95-0.97, 128x2048x4096 0.90-0.91 /
+    // 0.98-1.00; explore aa65e63).
+    w.group_m = slab > 0 && !setting("TILED_SM90_GROUPM") ? 1 : c.group_m;
     w.skip_idle_slabs = c.skip_idle_slabs;
     if (!swapped || w.b_mn) return false;
     c = w;
