@@ -553,29 +553,28 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     is not None): a 16-bit problem with a row-major A, M <= 128 and its N / 64
     tile rows within one wave runs swapped on 64 x W one-slab tiles, M cut
     into as many tile columns as still fit that wave (W a multiple of 8,
-    24 ... 64); by default only where M <= 64 or W <= 32.  C (fresh,
+    24 ... 64).  C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("64x32") or None."""
     if dtype not in HALF or layout[0] != "N" or N % 8 or (batch > 1 and M * N % 8):
         return None
     if streamk is not None and not rule:
-        return None
+        return None  # (rule: TILED_SM90_SLAB=1 also with a schedule setting)
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     rows = cdiv(N, 64) * batch
     if M > 128 or rows > num_sms():
         return None
     w = max(24, cdiv(cdiv(M, num_sms() // rows), 8) * 8)
-    if w > 64 or (not rule and M > 64 and w > 32):
+    if w > 64:
         return None
     return f"64x{w}"
 
 
 # One-slab tiles: (M, N, K, by default, under TILED_SM90_SLAB=1).  64x4096
 # -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 4 of 24, 128x2048
-# -> 4 of 32, 64x8192 -> 1 of 64; 100 / 128 rows at N = 4096 (2 tiles of 56
-# / 64 columns) only under the rule; more tile rows than one wave, or M >
-# 128: never.
-SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, None, "64x56"),
-                    (128, 4096, 136, None, "64x64"), (48, 2048, 200, "64x24", "64x24"),
+# -> 4 of 32, 64x8192 -> 1 of 64, 100 / 128 rows at N = 4096 -> 2 of 56 /
+# 64; more tile rows than one wave, or M > 128: never.
+SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, "64x56", "64x56"),
+                    (128, 4096, 136, "64x64", "64x64"), (48, 2048, 200, "64x24", "64x24"),
                     (128, 2048, 136, "64x32", "64x32"), (64, 8192, 72, "64x64", "64x64"),
                     (64, 9000, 72, None, None), (200, 4096, 72, None, None)]
 # Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged

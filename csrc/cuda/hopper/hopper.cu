@@ -411,18 +411,19 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // wave next to the N / 64 tile rows, e.g. 64x4096x4096 on 132 SMs: 64 tile
 // rows x 2 tiles of 32 columns (128 CTAs, each streaming 64 rows of B^T
 // through all of K, no split), where 128-row tiles give 32 or 64 tiles and
-// a split K (or the skinny kernel's 64-row tiles, split 4 ways).  By
-// default for M <= 64, or where W <= 32.  Measured on an H100 (bf16, paired
-// with cuBLAS, explore 2c32691), as called / one-slab: 64x4096x4096 NN
-// 0.82 (skinny) / 0.89, NT 0.80 / 0.91, 48x4096x4096 0.83 / 0.90,
-// 64x8192x4096 0.90 (128x64) / 0.99, 128x2048x4096 0.88 (128x64sk2) /
-// 0.90-0.94; even or behind at wider W: 100x4096x4096 (64x56) 0.86 / 0.87,
-// 128x4096x4096 (64x64) NN 0.91 / 0.88, NT 0.89 / 0.90; 32x4096x4096 even
-// with the skinny kernel, which dispatch keeps for M <= 32.  Returns W, or
-// 0 for none.  TILED_SM90_SLAB=0: never, =1: wherever M <= 128 and the
-// tile rows fit one wave (whatever W), =W: width W wherever the layout
-// and C allow it; with it unset, a setting that shapes the schedule as
-// called (as for swap_width) leaves these tiles out.
+// a split K (or the skinny kernel's 64-row tiles, split 4 ways).  The
+// tiles of a tile row are launched next to each other (plan_as).  Measured
+// on an H100 (bf16, paired with cuBLAS), as called / one-slab: 64x4096x4096
+// NN 0.82 (skinny) / 0.94-0.96, NT 0.80 / 0.95-0.97, 48x4096x4096 NT
+// 0.80 / 0.97-0.99, 100x4096x4096 0.85-0.87 (128x64sk2) / 0.95-0.96,
+// 128x4096x4096 NN 0.90 / 0.95-0.98, NT 0.89 / 0.96-0.98, 128x2048x4096
+// 0.88 / 0.98-1.00, 64x8192x4096 0.90 (128x64) / 0.99, 64x6144x4096 0.81 /
+// 0.96 (explore 2c32691, 9d93905, aa65e63, 069e338).  Dispatch keeps the
+// skinny kernel for M <= 32 (32x4096x4096 even).  Returns W, or 0 for
+// none.  TILED_SM90_SLAB=0: never, =W: width W wherever the layout and C
+// allow it, =1: the rule even next to the settings below; with it unset, a
+// setting that shapes the schedule as called (as for swap_width) leaves
+// these tiles out.
 [[maybe_unused]] int slab_width(const Planned& pp) {
   const GemmProblem& p = pp.p;
   if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return 0;
@@ -435,7 +436,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   if (p.M > 128 || rows > sms) return 0;
   int64_t w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
   if (w < 24) w = 24;
-  if (w > 64 || (forced != 1 && p.M > 64 && w > 32)) return 0;
+  if (w > 64) return 0;
   if (forced != 1)
     for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
                              "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW", "TILED_SM90_SWAP_WIDTH"})
