@@ -551,7 +551,7 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     """Mirror of hopper.cu's slab_width() (rule: TILED_SM90_SLAB=1; None
     where a schedule setting is given: here TILED_SM90_STREAMK when streamk
     is not None): a 16-bit problem with a row-major A, M <= 128 and its N / 64
-    tile rows within one wave runs swapped on 64 x W one-slab tiles, M cut
+    tile rows within one wave (and at least a quarter of it) runs swapped on 64 x W one-slab tiles, M cut
     into as many tile columns as still fit that wave (W a multiple of 8,
     24 ... 64).  C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("64x32") or None."""
@@ -561,7 +561,7 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
         return None  # (rule: TILED_SM90_SLAB=1 also with a schedule setting)
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     rows = cdiv(N, 64) * batch
-    if M > 128 or rows > num_sms():
+    if M > 128 or rows > num_sms() or num_sms() // rows > 4:  # (at most 4 tile columns)
         return None
     w = max(24, cdiv(cdiv(M, num_sms() // rows), 8) * 8)
     if w > 64:
@@ -572,11 +572,13 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
 # One-slab tiles: (M, N, K, by default, under TILED_SM90_SLAB=1).  64x4096
 # -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 4 of 24, 128x2048
 # -> 4 of 32, 64x8192 -> 1 of 64, 100 / 128 rows at N = 4096 -> 2 of 56 /
-# 64; more tile rows than one wave, or M > 128: never.
+# 64; more tile rows than one wave, or too few (more than 4 tile columns:
+# 128x1024, 64x512), or M > 128: never.
 SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, "64x56", "64x56"),
                     (128, 4096, 136, "64x64", "64x64"), (48, 2048, 200, "64x24", "64x24"),
                     (128, 2048, 136, "64x32", "64x32"), (64, 8192, 72, "64x64", "64x64"),
-                    (64, 9000, 72, None, None), (200, 4096, 72, None, None)]
+                    (64, 9000, 72, None, None), (200, 4096, 72, None, None), (128, 1024, 72, None, None),
+                    (64, 512, 72, None, None)]
 # Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged
 # M (C^T's last columns past M), a batch, more tiles than SMs, one k-block.
 SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, None), (100, 9000, 72, None),
@@ -613,14 +615,18 @@ def test_slab_rule(monkeypatch, dtype, layout):
 @pytest.mark.parametrize("layout", ["NN", "NT"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_over_skinny(monkeypatch, dtype, layout):
-    # Dispatch prefers one-slab tiles to the skinny kernel for 32 < M <= 64.
+    # Dispatch prefers one-slab tiles to the skinny kernel for 16 < M <= 64
+    # where they apply; they have no split, so the same bits every run.
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
-    for M, N, want in ((64, 4096, "64x32sw"), (48, 4096, "64x24sw"), (33, 2048, "64x24sw")):
+    for M, N, want in ((64, 4096, "64x32sw"), (48, 4096, "64x24sw"), (33, 2048, "64x24sw"), (32, 4096, "64x24sw"),
+                       (17, 4096, "64x24sw")):
         a, b = make_operands(M, N, 256, dtype, "cuda", layout)
         assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N)
         check(a, b, dtype)
-    a, b = make_operands(32, 4096, 256, dtype, "cuda", layout)
-    assert kernel_name(a, b).startswith("skinny_")
+    assert_deterministic(64, 4096, 4096, dtype, "64x32sw", runs=3)
+    for M, N in ((16, 4096), (64, 1000)):  # (16 rows; 16 tile rows of N: 4 columns would not do)
+        a, b = make_operands(M, N, 256, dtype, "cuda", layout)
+        assert kernel_name(a, b).startswith("skinny_"), (M, N)
 
 
 @pytest.mark.parametrize("width", SLAB_WIDTHS)
@@ -1334,7 +1340,8 @@ def test_narrow_splitk(monkeypatch, dtype, layout):
     exact_check(200, 264, 2120, dtype, layout, bias=False)
 
 
-def test_narrow_splitk_tf32_and_bits(tf32):
+def test_narrow_splitk_tf32_and_bits(tf32, monkeypatch):
+    monkeypatch.setenv("TILED_SM90_SLAB", "0")  # (128x4096 16-bit would run on 64x64 one-slab tiles)
     check_config_shapes([(128, 1000, 2048, None), (100, 2000, 1000, None)], torch.float32, "NT", "128x64sk2",
                         exact=False)
     exact_check(128, 1000, 2048, torch.float32, "NT")

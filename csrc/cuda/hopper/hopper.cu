@@ -418,8 +418,9 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // 0.80 / 0.97-0.99, 100x4096x4096 0.85-0.87 (128x64sk2) / 0.95-0.96,
 // 128x4096x4096 NN 0.90 / 0.95-0.98, NT 0.89 / 0.96-0.98, 128x2048x4096
 // 0.88 / 0.98-1.00, 64x8192x4096 0.90 (128x64) / 0.99, 64x6144x4096 0.81 /
-// 0.96 (explore 2c32691, 9d93905, aa65e63, 069e338).  Dispatch keeps the
-// skinny kernel for M <= 32 (32x4096x4096 even).  Returns W, or 0 for
+// 0.96 (explore 2c32691, 9d93905, aa65e63, 069e338), and against the
+// skinny kernel (dispatch prefers them from M = 17) 32x4096x4096 NN 0.88 /
+// 0.96, 17x4096x4096 NT 0.86-0.89 / 0.94 (explore 4ef3737).  Returns W, or 0 for
 // none.  TILED_SM90_SLAB=0: never, =W: width W wherever the layout and C
 // allow it, =1: the rule even next to the settings below; with it unset, a
 // setting that shapes the schedule as called (as for swap_width) leaves
@@ -433,7 +434,11 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   if (forced > 1) return slab_width_index(static_cast<int>(forced)) >= 0 ? static_cast<int>(forced) : 0;
   const int64_t sms = sm_count(pp.dev);
   const int64_t rows = ceil_div(p.N, 64) * p.batch;  // tile rows (64 of the caller's N each)
-  if (p.M > 128 || rows > sms) return 0;
+  // At most 4 tile columns: narrower tiles re-read B^T's rows too often
+  // (128x1024x8192 on 6 columns of 24: 0.88 -> 0.73, 64x512x16384 0.55 ->
+  // 0.42, 128x256x8192 0.74 -> 0.50 against the split-K / skinny choices;
+  // explore 4ef3737).
+  if (p.M > 128 || rows > sms || sms / rows > 4) return 0;
   int64_t w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
   if (w < 24) w = 24;
   if (w > 64) return 0;
