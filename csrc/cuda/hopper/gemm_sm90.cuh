@@ -36,6 +36,9 @@
 //
 // Edges: TMA zero-fills out-of-bounds rows/columns/K, so the mainloop never
 // branches on sizes; only the epilogue's stores are predicated.
+//
+// One-slab configs (kOneSlab, small M, run swapped only): kBM = 64 and a
+// single consumer warpgroup (256 threads), everything else as above.
 #pragma once
 #include <cuda.h>  // CUtensorMap (type only)
 #include <cuda_bf16.h>
