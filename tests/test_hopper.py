@@ -143,6 +143,12 @@ def swap_waves(dtype, M, N, layout, batch=1, K=0, streamk=None):
 SWAP_WIDTHS = (144, 160, 176, 200, 208, 224, 232)
 
 
+def swappable16(dtype, M, N, layout, batch):
+    """Whether a 16-bit problem may run swapped on the swapped-only tiles: a
+    row-major A (so A^T is K-major) and a C (fresh, contiguous) TMA can store."""
+    return dtype in HALF and layout[0] == "N" and N % 8 == 0 and (batch == 1 or M * N % 8 == 0)
+
+
 def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """Mirror of hopper.cu's swap_width() (no TILED_SM90_SWAP_WIDTH; None
     also where a schedule setting is given: here TILED_SM90_STREAMK when
@@ -152,7 +158,7 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     where those come >= 5% under wave_cost of the choice as called (or of
     the 128x256 swap where swap_waves takes it, if lower); C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("128x144") or None."""
-    if dtype not in HALF or layout[0] != "N" or N % 8 or (batch > 1 and M * N % 8) or streamk is not None:
+    if not swappable16(dtype, M, N, layout, batch) or streamk is not None:
         return None
     cost_p = wave_cost(M, N, batch, expected_tile(M, N, batch, dtype, K, streamk))
     if cost_p <= 0:
@@ -533,15 +539,24 @@ def test_swap_width_default(monkeypatch, dtype, layout):
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_swap_width_forced(monkeypatch, dtype, layout, width):
     monkeypatch.setenv("TILED_SM90_SWAP_WIDTH", str(width))
-    for M, N, K, batch in SWAP_WIDTH_FORCED_SHAPES:
+    check_forced_swapped(monkeypatch, dtype, layout, SWAP_WIDTH_FORCED_SHAPES, f"128x{width}",
+                         lambda name: "sw_" not in name or "128x256sw" in name)
+
+
+def check_forced_swapped(monkeypatch, dtype, layout, shapes, tile, as_called):
+    """Each (M, N, K, batch) runs on the forced swapped-only `tile` where its
+    layout and C allow it (C^T's whole and partial 64-column chunks through
+    TMA boxes), else as called (a column-major A has no K-major B when
+    swapped, a C with N % 8 no TMA stores), which `as_called(name)` checks."""
+    for M, N, K, batch in shapes:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        if layout[0] == "T" or N % 8:  # as called (no K-major B when swapped / C not TMA-aligned)
-            assert "sw_" not in kernel_name(a, b) or "128x256sw" in kernel_name(a, b), (M, N, K, batch)
+        lay = "N" + layout[1] if M == 1 else layout  # (a single row of A is row-major whatever its strides say)
+        if lay[0] == "T" or N % 8:
+            assert as_called(kernel_name(a, b)), (M, N, K, batch)
             check(a, b, dtype)
             continue
-        assert kernel_name(a, b) == variant_name(dtype, f"128x{width}sw", layout), (M, N, K, batch)
-        # (C^T's whole and partial 64-column chunks through TMA boxes)
-        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=M % 2 == 0, exact_bias=M % 2 == 1)
+        assert kernel_name(a, b) == variant_name(dtype, tile + "sw", lay), (M, N, K, batch)
+        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), lay, bias=M % 2 == 0, exact_bias=M % 2 == 1)
 
 
 SLAB_WIDTHS = (24, 32, 40, 48, 56, 64)
@@ -555,7 +570,7 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     into as many tile columns as still fit that wave (W a multiple of 8,
     24 ... 64).  C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("64x32") or None."""
-    if dtype not in HALF or layout[0] != "N" or N % 8 or (batch > 1 and M * N % 8):
+    if not swappable16(dtype, M, N, layout, batch):
         return None
     if streamk is not None and not rule:
         return None  # (rule: TILED_SM90_SLAB=1 also with a schedule setting)
@@ -635,15 +650,8 @@ def test_slab_over_skinny(monkeypatch, dtype, layout):
 def test_slab_forced(monkeypatch, dtype, layout, width):
     monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
     monkeypatch.setenv("TILED_SM90_SLAB", str(width))
-    for M, N, K, batch in SLAB_FORCED_SHAPES:
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        if (layout[0] == "T" and M > 1) or N % 8:  # as called (no K-major B swapped / C not TMA-aligned)
-            assert "_64x" not in kernel_name(a, b), (M, N, K, batch)
-            check(a, b, dtype)
-            continue
-        lay = "N" + layout[1]  # (a single row of A is row-major whatever its strides say)
-        assert kernel_name(a, b) == variant_name(dtype, f"64x{width}sw", lay), (M, N, K, batch)
-        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), lay, bias=M % 2 == 0, exact_bias=M % 2 == 1)
+    check_forced_swapped(monkeypatch, dtype, layout, SLAB_FORCED_SHAPES, f"64x{width}",
+                         lambda name: "_64x" not in name)
 
 
 def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):

@@ -1141,7 +1141,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
   args.c_trans = c.c_trans ? 1 : 0;
   if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
-  if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144 ... 128x232 tiles run swapped only";
+  if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144 ... 128x232 and one-slab tiles run swapped only";
   CUtensorMap map_c{};
   if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
     OperandMapSpec sc{};

@@ -339,6 +339,16 @@ struct Planned {
   return cost_p > 0 && cost_q > 0 && cost_q * 100 < cost_p * 95;
 }
 
+// Settings that shape the schedule as called (choose() and the
+// 128x256 swap): where one is given, the widths below and the one-slab tiles
+// stay out of the way, so that it is obeyed.
+[[maybe_unused]] bool schedule_setting_given() {
+  for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
+                           "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW"})
+    if (setting(name)) return true;
+  return false;
+}
+
 // The swapped-only widths, narrowest first, and their weight per wave in
 // 128x256 waves (x100): the width's share of 256 columns at 97% of the
 // 128x256 tile's efficiency per column, as measured for 144, 160 and 208
@@ -398,11 +408,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
       best_cost = cost;
     }
   }
-  if (best != Tile::k128x256)
-    for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
-                             "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW"})
-      if (setting(name)) return Tile::k128x256;
-  return best;
+  return best != Tile::k128x256 && schedule_setting_given() ? Tile::k128x256 : best;
 }
 
 // One-slab tiles for a small M: a 16-bit problem with a row-major A runs
@@ -442,10 +448,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   int64_t w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
   if (w < 24) w = 24;
   if (w > 64) return 0;
-  if (forced != 1)
-    for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
-                             "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW", "TILED_SM90_SWAP_WIDTH"})
-      if (setting(name)) return 0;
+  if (forced != 1 && (schedule_setting_given() || setting("TILED_SM90_SWAP_WIDTH"))) return 0;
   return static_cast<int>(w);
 }
 
@@ -521,21 +524,18 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
   const bool nn = tf32_swapped(caller), tf32_nt = tf32_nt_swap_wanted(caller);
   Planned pp{caller, dev}, qq{swap_operands(caller), dev};
   const bool fills = !nn && !tf32_nt && swap_fills_waves(pp, qq);
+  // The swapped problem on `width` / `slab` tiles (see plan_as), if it can run.
+  auto swapped = [&](Tile width, int slab) {
+    if (!plan_as(qq, true, choice, width, slab)) return false;
+    if (launched) *launched = qq.p;
+    return true;
+  };
   const int slab = slab_width(pp);
-  if (slab > 0 && plan_as(qq, true, choice, Tile::k128x256, slab)) {
-    if (launched) *launched = qq.p;
-    return true;
-  }
+  if (slab > 0 && swapped(Tile::k128x256, slab)) return true;
   const Tile width = swap_width(pp, qq, fills);
-  if (tile_swapped_only(width) && plan_as(qq, true, choice, width)) {
-    if (launched) *launched = qq.p;
-    return true;
-  }
+  if (tile_swapped_only(width) && swapped(width, 0)) return true;
   if (nn || fills || tf32_nt) {
-    if (plan_as(qq, true, choice)) {
-      if (launched) *launched = qq.p;
-      return true;
-    }
+    if (swapped(Tile::k128x256, 0)) return true;
     if (nn) return false;  // NN has no unswapped form: dispatch stages an operand
   }
   if (!plan_as(pp, false, choice)) return false;

@@ -20,7 +20,7 @@ namespace cuda {
 // hopper_can_run(p, dev) is false.
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
 // Whether hopper_gemm would run `p` on one-slab tiles (64-row tiles for a
-// small M; dispatch prefers them to the skinny kernel for 32 < M <= 64).
+// small M; dispatch prefers them to the skinny kernel for 16 < M <= 64).
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev);
 // Scratch hopper_gemm needs for `p` (stream-K partial tiles), 0 when none.
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
@@ -124,17 +124,19 @@ constexpr int epilogue_scratch_bytes(Tile t) { return tile_tma_epilogue(t) ? kEp
 // 24 KB (128x64); the swapped-only widths 5 x 34-38 KB (144-176), 4 x 41-45
 // KB (200-232).
 constexpr int kSmemPerBlockOptin = 227 * 1024;
-constexpr int tile_stages(Tile t) {
-  const int fit = (kSmemPerBlockOptin - 2048 - epilogue_scratch_bytes(t)) / ((128 + tile_bn(t)) * 128);
-  return fit < 8 ? fit : 8;
-}
 // Every k-block is 128 bytes of K for both operands, whatever the dtype, so
-// a stage is (BM + BN) rows of 128 bytes; plus 1 KB alignment slack, the
-// 1 KB mbarrier block (two 8-byte barriers per stage) and the epilogue
-// scratch.  gemm_sm90.cuh static_asserts the same number.
-constexpr int tile_smem_bytes(Tile t) {
-  return 1024 + tile_stages(t) * (128 + tile_bn(t)) * 128 + 1024 + epilogue_scratch_bytes(t);
+// a stage is (BM + BN) rows of 128 bytes; a ring of them, 1 KB alignment
+// slack, the 1 KB mbarrier block (two 8-byte barriers per stage) and the
+// epilogue scratch.  gemm_sm90.cuh static_asserts the same numbers.
+constexpr int ring_stages(int stage_rows, int scratch, int most) {
+  const int fit = (kSmemPerBlockOptin - 2048 - scratch) / (stage_rows * 128);
+  return fit < most ? fit : most;
 }
+constexpr int ring_smem_bytes(int stage_rows, int scratch, int most) {
+  return 1024 + ring_stages(stage_rows, scratch, most) * stage_rows * 128 + 1024 + scratch;
+}
+constexpr int tile_stages(Tile t) { return ring_stages(128 + tile_bn(t), epilogue_scratch_bytes(t), 8); }
+constexpr int tile_smem_bytes(Tile t) { return ring_smem_bytes(128 + tile_bn(t), epilogue_scratch_bytes(t), 8); }
 
 // One-slab tiles (16-bit NN / NT, run swapped only): 64 rows of the swapped
 // problem (the caller's N) by W columns (the caller's M), one consumer
@@ -143,15 +145,12 @@ constexpr int tile_smem_bytes(Tile t) {
 // store buffers.
 constexpr int kSlabWidths[6] = {24, 32, 40, 48, 56, 64};
 constexpr int slab_width_index(int w) {
-  for (int i = 0; i < 6; ++i)
+  for (int i = 0; i < static_cast<int>(sizeof(kSlabWidths) / sizeof(kSlabWidths[0])); ++i)
     if (kSlabWidths[i] == w) return i;
   return -1;
 }
-constexpr int slab_stages(int w) {
-  const int fit = (kSmemPerBlockOptin - 2048 - kEpiTmaBytes) / ((64 + w) * 128);
-  return fit < 16 ? fit : 16;
-}
-constexpr int slab_smem_bytes(int w) { return 1024 + slab_stages(w) * (64 + w) * 128 + 1024 + kEpiTmaBytes; }
+constexpr int slab_stages(int w) { return ring_stages(64 + w, kEpiTmaBytes, 16); }
+constexpr int slab_smem_bytes(int w) { return ring_smem_bytes(64 + w, kEpiTmaBytes, 16); }
 
 // Per-dtype launchers (hopper_bf16.cu, hopper_f16.cu, hopper_tf32.cu).
 // `workspace`: hopper_workspace_bytes(p, dev) bytes, 256-byte aligned (null when 0).

@@ -276,10 +276,14 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 // type and N (the accumulator has N/2 registers per thread).  `accumulate`
 // == 0 overwrites D (first k-step of a tile).  kTA/kTB: 0 = K-major, 1 =
 // MN-major (bf16/f16 only; tf32 is K-major only).  The long operand lists
-// are spelled once, below, for 32, 64, 96 and 128 accumulator registers.
-#define TILED_WGMMA_REGS32 \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+// are spelled once, below, growing from 12 accumulator registers (m64n24)
+// to 128 (m64n256).
+#define TILED_WGMMA_REGS12 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11"
+#define TILED_WGMMA_REGS16 TILED_WGMMA_REGS12 ", " "%12, %13, %14, %15"
+#define TILED_WGMMA_REGS20 TILED_WGMMA_REGS16 ", " "%16, %17, %18, %19"
+#define TILED_WGMMA_REGS24 TILED_WGMMA_REGS20 ", " "%20, %21, %22, %23"
+#define TILED_WGMMA_REGS28 TILED_WGMMA_REGS24 ", " "%24, %25, %26, %27"
+#define TILED_WGMMA_REGS32 TILED_WGMMA_REGS28 ", " "%28, %29, %30, %31"
 #define TILED_WGMMA_REGS64 \
   TILED_WGMMA_REGS32 ", " \
   "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
@@ -292,11 +296,12 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   TILED_WGMMA_REGS96 ", " \
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define TILED_WGMMA_ACC32 \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define TILED_WGMMA_ACC12 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+#define TILED_WGMMA_ACC16 TILED_WGMMA_ACC12, "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define TILED_WGMMA_ACC20 TILED_WGMMA_ACC16, "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
+#define TILED_WGMMA_ACC24 TILED_WGMMA_ACC20, "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+#define TILED_WGMMA_ACC28 TILED_WGMMA_ACC24, "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+#define TILED_WGMMA_ACC32 TILED_WGMMA_ACC28, "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 #define TILED_WGMMA_ACC64 \
   TILED_WGMMA_ACC32, \
   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
@@ -376,24 +381,14 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS32, TILED_WGMMA_ACC32, "%34", ", %32, %33, p, %35, %36" TRANS)
 
 // The one-slab widths (24, 32, 40, 48, 56 columns; hopper.h's kSlabWidths; 64 is above).
-#define TILED_WGMMA_REGS12 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11"
-#define TILED_WGMMA_ACC12 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
 #define TILED_WGMMA_N24(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS12, TILED_WGMMA_ACC12, "%14", ", %12, %13, p, %15, %16" TRANS)
-#define TILED_WGMMA_REGS16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-#define TILED_WGMMA_ACC16 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
 #define TILED_WGMMA_N32(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS16, TILED_WGMMA_ACC16, "%18", ", %16, %17, p, %19, %20" TRANS)
-#define TILED_WGMMA_REGS20 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19"
-#define TILED_WGMMA_ACC20 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
 #define TILED_WGMMA_N40(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS20, TILED_WGMMA_ACC20, "%22", ", %20, %21, p, %23, %24" TRANS)
-#define TILED_WGMMA_REGS24 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23"
-#define TILED_WGMMA_ACC24 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
 #define TILED_WGMMA_N48(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS24, TILED_WGMMA_ACC24, "%26", ", %24, %25, p, %27, %28" TRANS)
-#define TILED_WGMMA_REGS28 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27"
-#define TILED_WGMMA_ACC28 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
 #define TILED_WGMMA_N56(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS28, TILED_WGMMA_ACC28, "%30", ", %28, %29, p, %31, %32" TRANS)
 
@@ -410,38 +405,27 @@ struct Wgmma;
       TILED_WGMMA_N##N(SHAPE_TYPES, TRANS);                                                    \
     }                                                                                          \
   };
-TILED_WGMMA_SPEC(__nv_bfloat16, 256, "m64n256k16.f32.bf16.bf16", ", %133, %134")
-TILED_WGMMA_SPEC(__nv_bfloat16, 192, "m64n192k16.f32.bf16.bf16", ", %101, %102")
-TILED_WGMMA_SPEC(__nv_bfloat16, 232, "m64n232k16.f32.bf16.bf16", ", %121, %122")
-TILED_WGMMA_SPEC(__nv_bfloat16, 224, "m64n224k16.f32.bf16.bf16", ", %117, %118")
-TILED_WGMMA_SPEC(__nv_bfloat16, 208, "m64n208k16.f32.bf16.bf16", ", %109, %110")
-TILED_WGMMA_SPEC(__nv_bfloat16, 200, "m64n200k16.f32.bf16.bf16", ", %105, %106")
-TILED_WGMMA_SPEC(__nv_bfloat16, 176, "m64n176k16.f32.bf16.bf16", ", %93, %94")
-TILED_WGMMA_SPEC(__nv_bfloat16, 160, "m64n160k16.f32.bf16.bf16", ", %85, %86")
-TILED_WGMMA_SPEC(__nv_bfloat16, 144, "m64n144k16.f32.bf16.bf16", ", %77, %78")
-TILED_WGMMA_SPEC(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", ", %69, %70")
-TILED_WGMMA_SPEC(__nv_bfloat16, 64, "m64n64k16.f32.bf16.bf16", ", %37, %38")
-TILED_WGMMA_SPEC(__nv_bfloat16, 56, "m64n56k16.f32.bf16.bf16", ", %33, %34")
-TILED_WGMMA_SPEC(__nv_bfloat16, 48, "m64n48k16.f32.bf16.bf16", ", %29, %30")
-TILED_WGMMA_SPEC(__nv_bfloat16, 40, "m64n40k16.f32.bf16.bf16", ", %25, %26")
-TILED_WGMMA_SPEC(__nv_bfloat16, 32, "m64n32k16.f32.bf16.bf16", ", %21, %22")
-TILED_WGMMA_SPEC(__nv_bfloat16, 24, "m64n24k16.f32.bf16.bf16", ", %17, %18")
-TILED_WGMMA_SPEC(__half, 256, "m64n256k16.f32.f16.f16", ", %133, %134")
-TILED_WGMMA_SPEC(__half, 192, "m64n192k16.f32.f16.f16", ", %101, %102")
-TILED_WGMMA_SPEC(__half, 232, "m64n232k16.f32.f16.f16", ", %121, %122")
-TILED_WGMMA_SPEC(__half, 224, "m64n224k16.f32.f16.f16", ", %117, %118")
-TILED_WGMMA_SPEC(__half, 208, "m64n208k16.f32.f16.f16", ", %109, %110")
-TILED_WGMMA_SPEC(__half, 200, "m64n200k16.f32.f16.f16", ", %105, %106")
-TILED_WGMMA_SPEC(__half, 176, "m64n176k16.f32.f16.f16", ", %93, %94")
-TILED_WGMMA_SPEC(__half, 160, "m64n160k16.f32.f16.f16", ", %85, %86")
-TILED_WGMMA_SPEC(__half, 144, "m64n144k16.f32.f16.f16", ", %77, %78")
-TILED_WGMMA_SPEC(__half, 128, "m64n128k16.f32.f16.f16", ", %69, %70")
-TILED_WGMMA_SPEC(__half, 64, "m64n64k16.f32.f16.f16", ", %37, %38")
-TILED_WGMMA_SPEC(__half, 56, "m64n56k16.f32.f16.f16", ", %33, %34")
-TILED_WGMMA_SPEC(__half, 48, "m64n48k16.f32.f16.f16", ", %29, %30")
-TILED_WGMMA_SPEC(__half, 40, "m64n40k16.f32.f16.f16", ", %25, %26")
-TILED_WGMMA_SPEC(__half, 32, "m64n32k16.f32.f16.f16", ", %21, %22")
-TILED_WGMMA_SPEC(__half, 24, "m64n24k16.f32.f16.f16", ", %17, %18")
+
+// Both 16-bit types, N given once (TRANS: the two transpose operands' numbers).
+#define TILED_WGMMA_SPEC16(N, TRANS)                                        \
+  TILED_WGMMA_SPEC(__nv_bfloat16, N, "m64n" #N "k16.f32.bf16.bf16", TRANS) \
+  TILED_WGMMA_SPEC(__half, N, "m64n" #N "k16.f32.f16.f16", TRANS)
+TILED_WGMMA_SPEC16(256, ", %133, %134")
+TILED_WGMMA_SPEC16(192, ", %101, %102")
+TILED_WGMMA_SPEC16(232, ", %121, %122")
+TILED_WGMMA_SPEC16(224, ", %117, %118")
+TILED_WGMMA_SPEC16(208, ", %109, %110")
+TILED_WGMMA_SPEC16(200, ", %105, %106")
+TILED_WGMMA_SPEC16(176, ", %93, %94")
+TILED_WGMMA_SPEC16(160, ", %85, %86")
+TILED_WGMMA_SPEC16(144, ", %77, %78")
+TILED_WGMMA_SPEC16(128, ", %69, %70")
+TILED_WGMMA_SPEC16(64, ", %37, %38")
+TILED_WGMMA_SPEC16(56, ", %33, %34")
+TILED_WGMMA_SPEC16(48, ", %29, %30")
+TILED_WGMMA_SPEC16(40, ", %25, %26")
+TILED_WGMMA_SPEC16(32, ", %21, %22")
+TILED_WGMMA_SPEC16(24, ", %17, %18")
 TILED_WGMMA_SPEC(float, 256, "m64n256k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 192, "m64n192k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 128, "m64n128k8.f32.tf32.tf32", "")
@@ -478,6 +462,7 @@ TILED_WGMMA_RS_SPEC(64, 32, "%37", ", {%32, %33, %34, %35}, %36, p, %38, %39")
 #undef TILED_WGMMA_RS
 
 #undef TILED_WGMMA_SPEC
+#undef TILED_WGMMA_SPEC16
 #undef TILED_WGMMA_N64
 #undef TILED_WGMMA_N128
 #undef TILED_WGMMA_N192
