@@ -565,33 +565,48 @@ SLAB_WIDTHS = (24, 32, 40, 48, 56, 64)
 def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     """Mirror of hopper.cu's slab_width() (rule: TILED_SM90_SLAB=1; None
     where a schedule setting is given: here TILED_SM90_STREAMK when streamk
-    is not None): a 16-bit problem with a row-major A, M <= 128 and its N / 64
-    tile rows within one wave (and at least a quarter of it) runs swapped on 64 x W one-slab tiles, M cut
-    into as many tile columns as still fit that wave (W a multiple of 8,
-    24 ... 64).  C (fresh,
-    contiguous) must be 16-byte aligned.  The tile name ("64x32") or None."""
+    is not None): a 16-bit problem with a row-major A and M <= 128 runs
+    swapped on 64 x W one-slab tiles (W a multiple of 8, 24 ... 64) where its
+    N / 64 tile rows fill a quarter to one wave, M cut into as many tile
+    columns as still fit that wave (at most 4); past one wave, M <= 64 runs
+    as one tile column where the tile rows fill their last wave to >= 60%
+    (and, for M > 32, within two waves).  With an N-major B (NN), never for
+    M <= 16, nor for M <= 32 past one wave.  C (fresh, contiguous) must be
+    16-byte aligned.  The tile name ("64x32") or None."""
     if not swappable16(dtype, M, N, layout, batch):
         return None
     if streamk is not None and not rule:
         return None  # (rule: TILED_SM90_SLAB=1 also with a schedule setting)
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
-    rows = cdiv(N, 64) * batch
-    if M > 128 or rows > num_sms() or num_sms() // rows > 4:  # (at most 4 tile columns)
+    sms, rows = num_sms(), cdiv(N, 64) * batch
+    if M > 128 or (layout[1] == "N" and (M <= 16 or (M <= 32 and rows > sms))):
         return None
-    w = max(24, cdiv(cdiv(M, num_sms() // rows), 8) * 8)
-    if w > 64:
+    if rows > sms:
+        waves = cdiv(rows, sms)
+        if M > 64 or rows * 10 < waves * sms * 6 or (M > 32 and waves > 2):
+            return None
+        w = cdiv(M, 8) * 8
+    elif sms // rows > 4:
         return None
-    return f"64x{w}"
+    else:
+        w = cdiv(cdiv(M, sms // rows), 8) * 8
+    w = max(24, w)
+    return f"64x{w}" if w <= 64 else None
 
 
-# One-slab tiles: (M, N, K, by default, under TILED_SM90_SLAB=1).  64x4096
-# -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 4 of 24, 128x2048
-# -> 4 of 32, 64x8192 -> 1 of 64, 100 / 128 rows at N = 4096 -> 2 of 56 /
-# 64; more tile rows than one wave, or too few (more than 4 tile columns:
-# 128x1024, 64x512), or M > 128: never.
+# One-slab tiles: (M, N, K, NN, NT), by default and under TILED_SM90_SLAB=1.
+# 64x4096 -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 4 of 24,
+# 128x2048 -> 4 of 32, 64x8192 -> 1 of 64, 100 / 128 rows at N = 4096 -> 2
+# of 56 / 64, 16 rows (NT only) -> 2 of 24; past a wave of tile rows
+# (14336 / 64 = 224 > 132): one column, 40 / 24 rows (24: NT only);
+# never: a last wave under 60% full (9000: 141 rows), more than 4 tile
+# columns (128x1024, 64x512), M > 128, or M > 64 / past two waves for M > 32
+# beyond one wave of tile rows (100x14336, 48x28672).
 SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, "64x56", "64x56"),
                     (128, 4096, 136, "64x64", "64x64"), (48, 2048, 200, "64x24", "64x24"),
                     (128, 2048, 136, "64x32", "64x32"), (64, 8192, 72, "64x64", "64x64"),
+                    (16, 4096, 72, None, "64x24"), (40, 14336, 72, "64x40", "64x40"),
+                    (24, 14336, 72, None, "64x24"), (100, 14336, 72, None, None), (48, 28672, 72, None, None),
                     (64, 9000, 72, None, None), (200, 4096, 72, None, None), (128, 1024, 72, None, None),
                     (64, 512, 72, None, None)]
 # Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged
@@ -604,8 +619,9 @@ SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, No
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_rule(monkeypatch, dtype, layout):
     monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
-    for M, N, K, default, rule in SLAB_RULE_SHAPES:
-        assert slab_width(dtype, M, N, layout) == default, (M, N)
+    for M, N, K, nn, nt in SLAB_RULE_SHAPES:
+        rule = nn if layout == "NN" else nt
+        assert slab_width(dtype, M, N, layout) == rule, (M, N)
         assert slab_width(dtype, M, N, layout, rule=True) == rule, (M, N)
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
         assert kernel_name(a, b) == expected_name(dtype, M, N, layout, K=K), (M, N, K)
@@ -630,18 +646,21 @@ def test_slab_rule(monkeypatch, dtype, layout):
 @pytest.mark.parametrize("layout", ["NN", "NT"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_over_skinny(monkeypatch, dtype, layout):
-    # Dispatch prefers one-slab tiles to the skinny kernel for 16 < M <= 64
-    # where they apply; they have no split, so the same bits every run.
+    # Dispatch prefers one-slab tiles to the skinny kernel for M <= 64 where
+    # they apply (M <= 16, and M <= 32 past a wave of tile rows, only with a
+    # K-major B); they have no split, so the same bits every run.
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
+    nt = layout == "NT"
     for M, N, want in ((64, 4096, "64x32sw"), (48, 4096, "64x24sw"), (33, 2048, "64x24sw"), (32, 4096, "64x24sw"),
-                       (17, 4096, "64x24sw")):
+                       (17, 4096, "64x24sw"), (64, 14336, "64x64sw"), (16, 4096, "64x24sw" if nt else None),
+                       (24, 14336, "64x24sw" if nt else None), (64, 1000, None)):
         a, b = make_operands(M, N, 256, dtype, "cuda", layout)
+        if want is None:  # (64x1000: 16 tile rows of N, 4 columns would not do)
+            assert kernel_name(a, b).startswith("skinny_"), (M, N)
+            continue
         assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N)
         check(a, b, dtype)
     assert_deterministic(64, 4096, 4096, dtype, "64x32sw", runs=3)
-    for M, N in ((16, 4096), (64, 1000)):  # (16 rows; 16 tile rows of N: 4 columns would not do)
-        a, b = make_operands(M, N, 256, dtype, "cuda", layout)
-        assert kernel_name(a, b).startswith("skinny_"), (M, N)
 
 
 @pytest.mark.parametrize("width", SLAB_WIDTHS)

@@ -414,7 +414,8 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // One-slab tiles for a small M: a 16-bit problem with a row-major A runs
 // swapped on tiles of 64 rows of N by W columns of M (kSlabWidths, one
 // consumer warpgroup), M cut into as many tile columns as still fit one
-// wave next to the N / 64 tile rows, e.g. 64x4096x4096 on 132 SMs: 64 tile
+// wave next to the N / 64 tile rows (one column where those alone pass a
+// wave), e.g. 64x4096x4096 on 132 SMs: 64 tile
 // rows x 2 tiles of 32 columns (128 CTAs, each streaming 64 rows of B^T
 // through all of K, no split), where 128-row tiles give 32 or 64 tiles and
 // a split K (or the skinny kernel's 64-row tiles, split 4 ways).  The
@@ -440,12 +441,36 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   if (forced > 1) return slab_width_index(static_cast<int>(forced)) >= 0 ? static_cast<int>(forced) : 0;
   const int64_t sms = sm_count(pp.dev);
   const int64_t rows = ceil_div(p.N, 64) * p.batch;  // tile rows (64 of the caller's N each)
-  // At most 4 tile columns: narrower tiles re-read B^T's rows too often
-  // (128x1024x8192 on 6 columns of 24: 0.88 -> 0.73, 64x512x16384 0.55 ->
-  // 0.42, 128x256x8192 0.74 -> 0.50 against the split-K / skinny choices;
-  // explore 4ef3737).
-  if (p.M > 128 || rows > sms || sms / rows > 4) return 0;
-  int64_t w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
+  if (p.M > 128) return 0;
+  // An N-major B (NN): the skinny kernel is ahead for M <= 16, and for
+  // M <= 32 against more tile rows than SMs (16x14336x4096 1.05 / 1.02,
+  // 16x11008x4096 1.01 / 0.94, 8x6144x4096 0.98 / 0.94, 32x14336x4096 0.98 /
+  // 0.97; skinny / one-slab, explore e47869d-slabwide).  K-major (NT): the
+  // one-slab tiles are (16x8192x4096 0.93 / 0.99, 8x4096x4096 0.98 / 1.03).
+  if (p.b.row_major() && (p.M <= 16 || (p.M <= 32 && rows > sms))) return 0;
+  int64_t w;
+  if (rows > sms) {
+    // More tile rows than SMs: one tile column (M rounded up to 8), where
+    // the tile rows fill their last wave to >= 60% (64x8704x4096, 136 rows:
+    // 0.90 -> 0.82) and, above 32 rows of M, within two waves (128-row
+    // tiles stream a longer N as fast: 64x28672x4096 NN 0.95 -> 0.92,
+    // 64x32000x4096 NT 1.07 -> 1.06).  Measured (as called / one-slab):
+    // 64x14336x4096 NN 0.92 / 0.98, NT 0.95-0.97 / 1.00, 40x14336x4096 NN
+    // 0.89 / 0.98, 64x11008x4096 0.89 / 0.89, 64x14336x1024 0.92 / 0.96,
+    // 32x28672x4096 NT 0.94 / 1.01, 16x32000x4096 NT 1.01 / 1.08,
+    // 8x128256x4096 NT 1.01 / 1.08, 1x14336x4096 NT 0.96 / 1.00 (explore
+    // e47869d-slabwide*).
+    const int64_t waves = ceil_div(rows, sms);
+    if (p.M > 64 || rows * 10 < waves * sms * 6 || (p.M > 32 && waves > 2)) return 0;
+    w = ceil_div(p.M, 8) * 8;
+  } else {
+    // At most 4 tile columns: narrower tiles re-read B^T's rows too often
+    // (128x1024x8192 on 6 columns of 24: 0.88 -> 0.73, 64x512x16384 0.55 ->
+    // 0.42, 128x256x8192 0.74 -> 0.50 against the split-K / skinny choices;
+    // explore 4ef3737).
+    if (sms / rows > 4) return 0;
+    w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
+  }
   if (w < 24) w = 24;
   if (w > 64) return 0;
   if (forced != 1 && (schedule_setting_given() || setting("TILED_SM90_SWAP_WIDTH"))) return 0;
