@@ -569,8 +569,8 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     swapped on 64 x W one-slab tiles (W a multiple of 8, 24 ... 64) where its
     N / 64 tile rows fill a quarter to one wave, M cut into as many tile
     columns as still fit that wave (at most 4); past one wave, M <= 64 runs
-    as one tile column where the tile rows fill their last wave to >= 60%
-    (and, for M > 32, within two waves).  With an N-major B (NN), never for
+    as one tile column where the tile rows fill their waves to >= 60% (70%
+    for M > 16; and, for M > 32, within two waves).  With an N-major B (NN), never for
     M <= 16, nor for M <= 32 past one wave.  C (fresh, contiguous) must be
     16-byte aligned.  The tile name ("64x32") or None."""
     if not swappable16(dtype, M, N, layout, batch):
@@ -583,7 +583,7 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
         return None
     if rows > sms:
         waves = cdiv(rows, sms)
-        if M > 64 or rows * 10 < waves * sms * 6 or (M > 32 and waves > 2):
+        if M > 64 or rows * 10 < waves * sms * (6 if M <= 16 else 7) or (M > 32 and waves > 2):
             return None
         w = cdiv(M, 8) * 8
     elif sms // rows > 4:
@@ -601,12 +601,14 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
 # (14336 / 64 = 224 > 132): one column, 40 / 24 rows (24: NT only);
 # never: a last wave under 60% full (9000: 141 rows), more than 4 tile
 # columns (128x1024, 64x512), M > 128, or M > 64 / past two waves for M > 32
-# beyond one wave of tile rows (100x14336, 48x28672).
+# beyond one wave of tile rows (100x14336, 48x28672); 11008 (172 rows, 65%
+# full): only up to 16 rows.
 SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, "64x56", "64x56"),
                     (128, 4096, 136, "64x64", "64x64"), (48, 2048, 200, "64x24", "64x24"),
                     (128, 2048, 136, "64x32", "64x32"), (64, 8192, 72, "64x64", "64x64"),
                     (16, 4096, 72, None, "64x24"), (40, 14336, 72, "64x40", "64x40"),
                     (24, 14336, 72, None, "64x24"), (100, 14336, 72, None, None), (48, 28672, 72, None, None),
+                    (16, 11008, 72, None, "64x24"), (32, 11008, 72, None, None),
                     (64, 9000, 72, None, None), (200, 4096, 72, None, None), (128, 1024, 72, None, None),
                     (64, 512, 72, None, None)]
 # Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged

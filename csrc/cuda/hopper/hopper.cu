@@ -451,17 +451,20 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   int64_t w;
   if (rows > sms) {
     // More tile rows than SMs: one tile column (M rounded up to 8), where
-    // the tile rows fill their last wave to >= 60% (64x8704x4096, 136 rows:
-    // 0.90 -> 0.82) and, above 32 rows of M, within two waves (128-row
-    // tiles stream a longer N as fast: 64x28672x4096 NN 0.95 -> 0.92,
-    // 64x32000x4096 NT 1.07 -> 1.06).  Measured (as called / one-slab):
+    // the tile rows fill their waves to >= 60% (64x8704x4096, 136 rows:
+    // 0.90 -> 0.82), >= 70% above 16 rows of M (172 rows: 16x11008x4096 NT
+    // 0.94 -> 0.97 against the skinny kernel's 16-row tiles, but
+    // 32x11008x4096 NT 0.98 -> 0.96, 64x11008x4096 NN 0.925 -> 0.916) and,
+    // above 32 rows, within two waves (128-row tiles stream a longer N as
+    // fast: 64x28672x4096 NN 0.95 -> 0.92, 64x32000x4096 NT 1.07 -> 1.06).
+    // Measured (as called / one-slab):
     // 64x14336x4096 NN 0.92 / 0.98, NT 0.95-0.97 / 1.00, 40x14336x4096 NN
     // 0.89 / 0.98, 64x11008x4096 0.89 / 0.89, 64x14336x1024 0.92 / 0.96,
     // 32x28672x4096 NT 0.94 / 1.01, 16x32000x4096 NT 1.01 / 1.08,
     // 8x128256x4096 NT 1.01 / 1.08, 1x14336x4096 NT 0.96 / 1.00 (explore
-    // e47869d-slabwide*).
+    // e47869d-slabwide*, afbfd75-bf16-slabwide-rule).
     const int64_t waves = ceil_div(rows, sms);
-    if (p.M > 64 || rows * 10 < waves * sms * 6 || (p.M > 32 && waves > 2)) return 0;
+    if (p.M > 64 || rows * 10 < waves * sms * (p.M <= 16 ? 6 : 7) || (p.M > 32 && waves > 2)) return 0;
     w = ceil_div(p.M, 8) * 8;
   } else {
     // At most 4 tile columns: narrower tiles re-read B^T's rows too often
