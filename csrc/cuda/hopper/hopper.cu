@@ -476,6 +476,11 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   }
   if (w < 24) w = 24;
   if (w > 64) return 0;
+  // At least a third of the SMs get a tile: a small M takes one column of
+  // 24 whatever the rows leave room for (16x2304x4096 NT, 36 tiles: H100
+  // 0.94 -> 1.00 but H200 1.01 -> 0.90 against the skinny kernel's K split;
+  // explore 3617b20-slabwide-rule).
+  if (rows * ceil_div(p.M, w) * 3 < sms) return 0;
   if (forced != 1 && (schedule_setting_given() || setting("TILED_SM90_SWAP_WIDTH"))) return 0;
   return static_cast<int>(w);
 }
