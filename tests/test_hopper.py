@@ -559,14 +559,14 @@ def check_forced_swapped(monkeypatch, dtype, layout, shapes, tile, as_called):
         check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), lay, bias=M % 2 == 0, exact_bias=M % 2 == 1)
 
 
-SLAB_WIDTHS = (24, 32, 40, 48, 56, 64)
+SLAB_WIDTHS = (8, 16, 24, 32, 40, 48, 56, 64)
 
 
 def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     """Mirror of hopper.cu's slab_width() (rule: TILED_SM90_SLAB=1; None
     where a schedule setting is given: here TILED_SM90_STREAMK when streamk
     is not None): a 16-bit problem with a row-major A and M <= 128 runs
-    swapped on 64 x W one-slab tiles (W a multiple of 8, 24 ... 64) where its
+    swapped on 64 x W one-slab tiles (W a multiple of 8, 8 ... 64) where its
     N / 64 tile rows fill a quarter to one wave, M cut into as many tile
     columns as still fit that wave (at most 4); past one wave, M <= 64 runs
     as one tile column where the tile rows fill their waves to >= 60% (70%
@@ -591,30 +591,29 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
         return None
     else:
         w = cdiv(cdiv(M, sms // rows), 8) * 8
-    w = max(24, w)
     if w > 64 or rows * cdiv(M, w) * 3 < sms:  # (at least a third of the SMs get a tile)
         return None
     return f"64x{w}"
 
 
 # One-slab tiles: (M, N, K, NN, NT), by default and under TILED_SM90_SLAB=1.
-# 64x4096 -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 4 of 24,
+# 64x4096 -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 3 of 16,
 # 128x2048 -> 4 of 32, 64x8192 -> 1 of 64, 100 / 128 rows at N = 4096 -> 2
-# of 56 / 64, 16 rows (NT only) -> 2 of 24; past a wave of tile rows
-# (14336 / 64 = 224 > 132): one column, 40 / 24 rows (24: NT only);
-# never: a last wave under 60% full (9000: 141 rows), more than 4 tile
-# columns (128x1024, 64x512), M > 128, or M > 64 / past two waves for M > 32
-# beyond one wave of tile rows (100x14336, 48x28672); 11008 (172 rows, 65%
-# full): only up to 16 rows; 16x2304: one column of 36 tiles, under a third
-# of the SMs.
+# of 56 / 64, 16 rows (NT only) -> 2 of 8 (16x2304: 2 of 8 on 36 tile rows,
+# 72 tiles); past a wave of tile rows (14336 / 64 = 224 > 132): one column,
+# 40 / 24 rows (24: NT only); never: a last wave under 60% full (9000: 141
+# rows), more than 4 tile columns (128x1024, 64x512), M > 128, or M > 64 /
+# past two waves for M > 32 beyond one wave of tile rows (100x14336,
+# 48x28672); 11008 (172 rows, 65% full): only up to 16 rows; 8x2048: one
+# column of 32 tiles, under a third of the SMs.
 SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, "64x56", "64x56"),
-                    (128, 4096, 136, "64x64", "64x64"), (48, 2048, 200, "64x24", "64x24"),
+                    (128, 4096, 136, "64x64", "64x64"), (48, 2048, 200, "64x16", "64x16"),
                     (128, 2048, 136, "64x32", "64x32"), (64, 8192, 72, "64x64", "64x64"),
-                    (16, 4096, 72, None, "64x24"), (40, 14336, 72, "64x40", "64x40"),
+                    (16, 4096, 72, None, "64x8"), (40, 14336, 72, "64x40", "64x40"),
                     (24, 14336, 72, None, "64x24"), (100, 14336, 72, None, None), (48, 28672, 72, None, None),
-                    (16, 11008, 72, None, "64x24"), (32, 11008, 72, None, None), (16, 2304, 72, None, None),
-                    (64, 9000, 72, None, None), (200, 4096, 72, None, None), (128, 1024, 72, None, None),
-                    (64, 512, 72, None, None)]
+                    (16, 11008, 72, None, "64x16"), (32, 11008, 72, None, None), (16, 2304, 72, None, "64x8"),
+                    (8, 2048, 72, None, None), (64, 9000, 72, None, None), (200, 4096, 72, None, None),
+                    (128, 1024, 72, None, None), (64, 512, 72, None, None)]
 # Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged
 # M (C^T's last columns past M), a batch, more tiles than SMs, one k-block.
 SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, None), (100, 9000, 72, None),
@@ -657,8 +656,8 @@ def test_slab_over_skinny(monkeypatch, dtype, layout):
     # K-major B); they have no split, so the same bits every run.
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     nt = layout == "NT"
-    for M, N, want in ((64, 4096, "64x32sw"), (48, 4096, "64x24sw"), (33, 2048, "64x24sw"), (32, 4096, "64x24sw"),
-                       (17, 4096, "64x24sw"), (64, 14336, "64x64sw"), (16, 4096, "64x24sw" if nt else None),
+    for M, N, want in ((64, 4096, "64x32sw"), (48, 4096, "64x24sw"), (33, 2048, "64x16sw"), (32, 4096, "64x16sw"),
+                       (17, 4096, "64x16sw"), (64, 14336, "64x64sw"), (16, 4096, "64x8sw" if nt else None),
                        (24, 14336, "64x24sw" if nt else None), (64, 1000, None)):
         a, b = make_operands(M, N, 256, dtype, "cuda", layout)
         if want is None:  # (64x1000: 16 tile rows of N, 4 columns would not do)

@@ -106,7 +106,7 @@ template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPi
 struct Sm90Config {
   using Elem = T;
   // One-slab tiles (16-bit, swapped only, hopper.h's kSlabWidths): 64 rows
-  // by kBN_ = 24 ... 64 columns, one consumer warpgroup (256 threads), for
+  // by kBN_ = 8 ... 64 columns, one consumer warpgroup (256 threads), for
   // problems so small that 128-row tiles leave most SMs idle.
   static constexpr bool kOneSlab = kOneSlab_;
   static constexpr int kBM = kOneSlab ? 64 : 128;
@@ -1240,6 +1240,8 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
         TILED_SM90_SWAPPED_ONLY(208, false)
         TILED_SM90_SWAPPED_ONLY(224, false)
         TILED_SM90_SWAPPED_ONLY(232, false)
+        TILED_SM90_SWAPPED_ONLY(8, true)
+        TILED_SM90_SWAPPED_ONLY(16, true)
         TILED_SM90_SWAPPED_ONLY(24, true)
         TILED_SM90_SWAPPED_ONLY(32, true)
         TILED_SM90_SWAPPED_ONLY(40, true)

@@ -474,12 +474,10 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
     if (sms / rows > 4) return 0;
     w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
   }
-  if (w < 24) w = 24;
   if (w > 64) return 0;
-  // At least a third of the SMs get a tile: a small M takes one column of
-  // 24 whatever the rows leave room for (16x2304x4096 NT, 36 tiles: H100
-  // 0.94 -> 1.00 but H200 1.01 -> 0.90 against the skinny kernel's K split;
-  // explore 3617b20-slabwide-rule).
+  // At least a third of the SMs get a tile (16x2304x4096 NT on one column
+  // of 24, 36 tiles: H100 0.94 -> 1.00 but H200 1.01 -> 0.90 against the
+  // skinny kernel's K split; explore 3617b20-slabwide-rule).
   if (rows * ceil_div(p.M, w) * 3 < sms) return 0;
   if (forced != 1 && (schedule_setting_given() || setting("TILED_SM90_SWAP_WIDTH"))) return 0;
   return static_cast<int>(w);
@@ -590,10 +588,10 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // 128x64streamk (stream-K over the last wave); a 16-bit problem run
   // swapped (C^T stored transposed) adds "sw", e.g. 128x256sw; 128x144sw,
   // 128x160sw, 128x176sw, 128x200sw, 128x208sw, 128x224sw and 128x232sw run
-  // swapped only (swap_width), as do the one-slab tiles 64x24sw ... 64x64sw
+  // swapped only (swap_width), as do the one-slab tiles 64x8sw ... 64x64sw
   // (slab_width).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  constexpr int kNumVariants = 27;
+  constexpr int kNumVariants = 29;
   static const char* const kVariants[kNumVariants] = {
       "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
       "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
@@ -601,7 +599,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
       // the swapped-only widths, in kSwapWidths order
       "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232",
       // the one-slab widths, in kSlabWidths order
-      "64x24", "64x32", "64x40", "64x48", "64x56", "64x64"};
+      "64x8", "64x16", "64x24", "64x32", "64x40", "64x48", "64x56", "64x64"};
   constexpr int kFirstSwapWidth = 14, kFirstSlab = 21;
   static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kFirstSlab &&
                     kFirstSlab + sizeof(sm90::kSlabWidths) / sizeof(sm90::kSlabWidths[0]) == kNumVariants,

@@ -143,7 +143,7 @@ constexpr int tile_smem_bytes(Tile t) { return ring_smem_bytes(128 + tile_bn(t),
 // warpgroup, for small M (hopper.cu, slab_width).  Their stages are small
 // ((64 + W) x 128 bytes), so the ring holds up to 16 of them next to the TMA
 // store buffers.
-constexpr int kSlabWidths[6] = {24, 32, 40, 48, 56, 64};
+constexpr int kSlabWidths[8] = {8, 16, 24, 32, 40, 48, 56, 64};
 constexpr int slab_width_index(int w) {
   for (int i = 0; i < static_cast<int>(sizeof(kSlabWidths) / sizeof(kSlabWidths[0])); ++i)
     if (kSlabWidths[i] == w) return i;

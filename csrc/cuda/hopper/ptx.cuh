@@ -276,9 +276,11 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 // type and N (the accumulator has N/2 registers per thread).  `accumulate`
 // == 0 overwrites D (first k-step of a tile).  kTA/kTB: 0 = K-major, 1 =
 // MN-major (bf16/f16 only; tf32 is K-major only).  The long operand lists
-// are spelled once, below, growing from 12 accumulator registers (m64n24)
+// are spelled once, below, growing from 4 accumulator registers (m64n8)
 // to 128 (m64n256).
-#define TILED_WGMMA_REGS12 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11"
+#define TILED_WGMMA_REGS4 "%0, %1, %2, %3"
+#define TILED_WGMMA_REGS8 TILED_WGMMA_REGS4 ", " "%4, %5, %6, %7"
+#define TILED_WGMMA_REGS12 TILED_WGMMA_REGS8 ", " "%8, %9, %10, %11"
 #define TILED_WGMMA_REGS16 TILED_WGMMA_REGS12 ", " "%12, %13, %14, %15"
 #define TILED_WGMMA_REGS20 TILED_WGMMA_REGS16 ", " "%16, %17, %18, %19"
 #define TILED_WGMMA_REGS24 TILED_WGMMA_REGS20 ", " "%20, %21, %22, %23"
@@ -296,7 +298,9 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
   TILED_WGMMA_REGS96 ", " \
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define TILED_WGMMA_ACC12 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+#define TILED_WGMMA_ACC4 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define TILED_WGMMA_ACC8 TILED_WGMMA_ACC4, "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define TILED_WGMMA_ACC12 TILED_WGMMA_ACC8, "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
 #define TILED_WGMMA_ACC16 TILED_WGMMA_ACC12, "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
 #define TILED_WGMMA_ACC20 TILED_WGMMA_ACC16, "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
 #define TILED_WGMMA_ACC24 TILED_WGMMA_ACC20, "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
@@ -380,7 +384,11 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 #define TILED_WGMMA_N64(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS32, TILED_WGMMA_ACC32, "%34", ", %32, %33, p, %35, %36" TRANS)
 
-// The one-slab widths (24, 32, 40, 48, 56 columns; hopper.h's kSlabWidths; 64 is above).
+// The one-slab widths (8, 16, 24, 32, 40, 48, 56 columns; hopper.h's kSlabWidths; 64 is above).
+#define TILED_WGMMA_N8(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS4, TILED_WGMMA_ACC4, "%6", ", %4, %5, p, %7, %8" TRANS)
+#define TILED_WGMMA_N16(TYPES, TRANS) \
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS8, TILED_WGMMA_ACC8, "%10", ", %8, %9, p, %11, %12" TRANS)
 #define TILED_WGMMA_N24(TYPES, TRANS) \
   TILED_WGMMA(TYPES, TILED_WGMMA_REGS12, TILED_WGMMA_ACC12, "%14", ", %12, %13, p, %15, %16" TRANS)
 #define TILED_WGMMA_N32(TYPES, TRANS) \
@@ -426,6 +434,8 @@ TILED_WGMMA_SPEC16(48, ", %29, %30")
 TILED_WGMMA_SPEC16(40, ", %25, %26")
 TILED_WGMMA_SPEC16(32, ", %21, %22")
 TILED_WGMMA_SPEC16(24, ", %17, %18")
+TILED_WGMMA_SPEC16(16, ", %13, %14")
+TILED_WGMMA_SPEC16(8, ", %9, %10")
 TILED_WGMMA_SPEC(float, 256, "m64n256k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 192, "m64n192k8.f32.tf32.tf32", "")
 TILED_WGMMA_SPEC(float, 128, "m64n128k8.f32.tf32.tf32", "")
