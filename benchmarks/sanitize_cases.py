@@ -116,7 +116,7 @@ def main():
     # or forced): ragged N (the last tile's rows of C^T), ragged M (C^T's
     # last columns past M), a batch, more tiles than SMs.
     failures += sm90_cases(((64, 4096, 4096, 1, {"TILED_SM90_SLAB": "1"}), (100, 1000, 136, 1, {"TILED_SM90_SLAB": "1"}),
-                            (17, 4096, 520, 1, {"TILED_SM90_SLAB": "1"}), (13, 1000, 200, 1, {"TILED_SM90_SLAB": "8"}),
+                            (17, 4096, 520, 2, {"TILED_SM90_SLAB": "16"}), (13, 1000, 200, 3, {"TILED_SM90_SLAB": "8"}),
                             (21, 9000, 72, 2, {"TILED_SM90_SLAB": "16"}),
                             (33, 264, 200, 3, {"TILED_SM90_SLAB": "24"}), (70, 136, 72, 1, {"TILED_SM90_SLAB": "40"}),
                             (100, 9000, 72, 1, {"TILED_SM90_SLAB": "48"}), (130, 200, 520, 1, {"TILED_SM90_SLAB": "56"}),
