@@ -570,9 +570,9 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     N / 64 tile rows fill a quarter to one wave, M cut into as many tile
     columns as still fit that wave (at most 4); past one wave, M <= 64 runs
     as one tile column where the tile rows fill their waves to >= 60% (70%
-    for M > 16; and, for M > 32, within two waves); either way on at least
-    a third of the SMs.  With an N-major B (NN), never for M <= 16, nor for
-    M <= 32 past one wave.  C (fresh, contiguous) must be 16-byte aligned.
+    for M > 16; and, for M > 32, within two waves); for M <= 32 only with
+    tile rows for >= 2/5 of the SMs.  With an N-major B (NN), never for
+    M <= 16, nor for M <= 32 past one wave.  C (fresh, contiguous) must be 16-byte aligned.
     The tile name ("64x32") or None."""
     if not swappable16(dtype, M, N, layout, batch):
         return None
@@ -591,7 +591,7 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
         return None
     else:
         w = cdiv(cdiv(M, sms // rows), 8) * 8
-    if w > 64 or rows * cdiv(M, w) * 3 < sms:  # (at least a third of the SMs get a tile)
+    if w > 64 or (M <= 32 and rows * 5 < sms * 2):  # (M <= 32: tile rows for >= 2/5 of the SMs)
         return None
     return f"64x{w}"
 
@@ -599,20 +599,19 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
 # One-slab tiles: (M, N, K, NN, NT), by default and under TILED_SM90_SLAB=1.
 # 64x4096 -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 3 of 16,
 # 128x2048 -> 4 of 32, 64x8192 -> 1 of 64, 100 / 128 rows at N = 4096 -> 2
-# of 56 / 64, 16 rows (NT only) -> 2 of 8 (16x2304: 2 of 8 on 36 tile rows,
-# 72 tiles); past a wave of tile rows (14336 / 64 = 224 > 132): one column,
+# of 56 / 64, 16 rows (NT only) -> 2 of 8; past a wave of tile rows (14336 / 64 = 224 > 132): one column,
 # 40 / 24 rows (24: NT only); never: a last wave under 60% full (9000: 141
 # rows), more than 4 tile columns (128x1024, 64x512), M > 128, or M > 64 /
 # past two waves for M > 32 beyond one wave of tile rows (100x14336,
-# 48x28672); 11008 (172 rows, 65% full): only up to 16 rows; 8x2048: one
-# column of 32 tiles, under a third of the SMs.
+# 48x28672); 11008 (172 rows, 65% full): only up to 16 rows; 16x2304 /
+# 8x2048 / 32x2048: M <= 32 on 36 / 32 tile rows, under 2/5 of the SMs.
 SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, "64x56", "64x56"),
                     (128, 4096, 136, "64x64", "64x64"), (48, 2048, 200, "64x16", "64x16"),
                     (128, 2048, 136, "64x32", "64x32"), (64, 8192, 72, "64x64", "64x64"),
                     (16, 4096, 72, None, "64x8"), (40, 14336, 72, "64x40", "64x40"),
                     (24, 14336, 72, None, "64x24"), (100, 14336, 72, None, None), (48, 28672, 72, None, None),
-                    (16, 11008, 72, None, "64x16"), (32, 11008, 72, None, None), (16, 2304, 72, None, "64x8"),
-                    (8, 2048, 72, None, None), (64, 9000, 72, None, None), (200, 4096, 72, None, None),
+                    (16, 11008, 72, None, "64x16"), (32, 11008, 72, None, None), (16, 2304, 72, None, None),
+                    (8, 2048, 72, None, None), (32, 2048, 72, None, None), (64, 9000, 72, None, None), (200, 4096, 72, None, None),
                     (128, 1024, 72, None, None), (64, 512, 72, None, None)]
 # Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged
 # M (C^T's last columns past M), a batch, more tiles than SMs, one k-block.

@@ -475,10 +475,14 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
     w = ceil_div(ceil_div(p.M, sms / rows), 8) * 8;
   }
   if (w > 64) return 0;
-  // At least a third of the SMs get a tile (16x2304x4096 NT on one column
-  // of 24, 36 tiles: H100 0.94 -> 1.00 but H200 1.01 -> 0.90 against the
-  // skinny kernel's K split; explore 3617b20-slabwide-rule).
-  if (rows * ceil_div(p.M, w) * 3 < sms) return 0;
+  // Up to 32 rows of M, where the alternative is the skinny kernel's 16- or
+  // 32-row tiles splitting K over every SM, only with tile rows for >= 2/5
+  // of the SMs: at 36 (N = 2304) they lose on an H200 (skinny / one-slab:
+  // 16x2304x4096 NT 1.00 / 0.93 on two columns of 8, 1.01 / 0.90 on one of
+  // 24; 24x2304x4096 NT 0.97 / 0.92) though not on an H100 (0.94 / 1.01,
+  // 0.90 / 1.03); at 64 (N = 4096) they win on both (explore
+  // 3617b20-slabwide-rule, 3ef21d1-slab816).
+  if (p.M <= 32 && rows * 5 < sms * 2) return 0;
   if (forced != 1 && (schedule_setting_given() || setting("TILED_SM90_SWAP_WIDTH"))) return 0;
   return static_cast<int>(w);
 }
