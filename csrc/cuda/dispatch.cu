@@ -59,14 +59,14 @@ enum class Family { skinny, hopper, simt_fast, simt_general };
 // (64x4096x4096 NN 0.81-0.82 / 0.81, NT 0.79-0.81 / 0.81-0.83, 48x4096x4096
 // 0.81-0.82 / 0.78).  So from N = 6144, one batch, and not when
 // TILED_SKINNY_MAXM sets the skinny kernel's limit explicitly.  And rows
-// up to 64 go to the Hopper kernel's one-slab tiles (64 x 24..64, hopper.cu's
+// up to 64 go to the Hopper kernel's one-slab tiles (64 x 8..64, hopper.cu's
 // slab_width) wherever those apply (one batch; N / 64 tile rows filling 1/4
-// to 1 wave, or past it; tiles on >= 1/3 of the SMs; up to 16 rows, or up
-// to 32 past a wave, only with a K-major B): 64x4096x4096 NN 0.82 /
-// 0.94-0.96, NT 0.80 / 0.95-0.97, 32x4096x4096 0.88 / 0.96, 17x4096x4096
-// NT 0.86-0.89 / 0.94, 16x8192x4096 NT 0.93 / 0.99, 32x28672x4096 NT 0.94
-// / 1.01 (H100; on an H200 16x14336x4096 NT 0.91 / 0.98, 64x4096x4096 NN
-// 0.76 / 0.96).
+// to 1 wave, or past it; up to 32 rows only from tile rows for 2/5 of the
+// SMs; up to 16 rows, or up to 32 past a wave, only with a K-major B):
+// 64x4096x4096 NN 0.82 / 0.94-0.96, NT 0.80 / 0.95-0.97, 32x4096x4096 0.87
+// / 0.98, 17x4096x4096 NN 0.87-0.88 / 0.96, 16x8192x4096 NT 0.93 / 0.99,
+// 32x28672x4096 NT 0.94 / 1.01 (H100; on an H200 16x14336x4096 NT 0.91 /
+// 0.98, 64x4096x4096 NN 0.76 / 0.96).
 bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
   if (p.M > 64 || p.batch != 1 || setting("TILED_SKINNY_MAXM") || disabled("hopper")) return false;
   return hopper_one_slab(p, dev) || (p.M > 32 && p.N >= 6144 && hopper_can_run(p, dev));
