@@ -1,6 +1,6 @@
 """Settings A/B on a few shapes, in one process, paired against torch.matmul.
 
-    python benchmarks/explore.py --cases 4096x4096x4096 128x4096x4096:NT \
+    python benchmarks/explore.py --cases 4096x4096x4096 128x4096x4096:NT 8x16x4096x4096 \
         --variants "base:-" "coop:TILED_SM90_SCHEDULE=cooperative" [--dtype bf16] [--out DIR]
 
 For each case, every variant is timed with the paired, interleaved protocol
@@ -20,9 +20,12 @@ from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands, pair
 
 
 def parse_case(s):
+    """"MxNxK[:LAYOUT]", or "BxMxNxK[:LAYOUT]" for B batched products."""
     shape, _, layout = s.partition(":")
-    M, N, K = (int(v) for v in shape.split("x"))
-    return M, N, K, (layout or "NN").upper()
+    dims = [int(v) for v in shape.split("x")]
+    batch = dims.pop(0) if len(dims) == 4 else None
+    M, N, K = dims
+    return M, N, K, (layout or "NN").upper(), batch
 
 
 def parse_variant(s):
@@ -44,8 +47,8 @@ def main():
     info = env_info("cuda")
     rows = []
     for cs in a.cases:
-        M, N, K, layout = parse_case(cs)
-        x, w = operands(M, N, K, dt, layout, "cuda")
+        M, N, K, layout, batch = parse_case(cs)
+        x, w = operands(M, N, K, dt, layout, "cuda", batch)
         ref = torch.matmul(x.double(), w.double())
         for vs in a.variants:
             tag, envs = parse_variant(vs)
@@ -62,10 +65,10 @@ def main():
                         os.environ.pop(k, None)
                     else:
                         os.environ[k] = v
-            r = {"M": M, "N": N, "K": K, "layout": layout, "dtype": a.dtype, "variant": tag, "env": envs,
+            r = {"M": M, "N": N, "K": K, "batch": batch, "layout": layout, "dtype": a.dtype, "variant": tag, "env": envs,
                  "kernel": kernel, "ours_us": t_ours * 1e3, "torch_us": t_torch * 1e3, "ratio": ratio, "rel_err": err}
             rows.append(r)
-            print(f"{M}x{N}x{K} {layout} {tag:12s} ours {t_ours * 1e3:8.1f} us  torch {t_torch * 1e3:8.1f} us  "
+            print(f"{(str(batch) + 'x') if batch else ''}{M}x{N}x{K} {layout} {tag:12s} ours {t_ours * 1e3:8.1f} us  torch {t_torch * 1e3:8.1f} us  "
                   f"ratio {ratio:5.3f}  err {err:.1e}  {kernel}", flush=True)
     os.makedirs(a.out, exist_ok=True)
     base = os.path.join(a.out, f"explore-{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}-{a.dtype}{a.tag}")

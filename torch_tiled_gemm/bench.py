@@ -127,13 +127,15 @@ def _slug(s):
 # cases
 
 def _layout(t, ch):
-    return t if ch == "N" else t.t().contiguous().t()
+    return t if ch == "N" else t.transpose(-1, -2).contiguous().transpose(-1, -2)
 
 
-def operands(M, N, K, dtype, layout, device):
-    """Random A [M, K] and B [K, N] in `layout` ("NN", "NT", ...: N row-major, T column-major)."""
-    return (_layout(torch.randn(M, K, device=device, dtype=dtype), layout[0]),
-            _layout(torch.randn(K, N, device=device, dtype=dtype), layout[1]))
+def operands(M, N, K, dtype, layout, device, batch=None):
+    """Random A [M, K] and B [K, N] (each with a leading `batch` dimension
+    when given) in `layout` ("NN", "NT", ...: N row-major, T column-major)."""
+    lead = () if batch is None else (batch,)
+    return (_layout(torch.randn(*lead, M, K, device=device, dtype=dtype), layout[0]),
+            _layout(torch.randn(*lead, K, N, device=device, dtype=dtype), layout[1]))
 
 
 def rel_err(out, ref):
