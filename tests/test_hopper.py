@@ -665,6 +665,16 @@ def test_slab_over_skinny(monkeypatch, dtype, layout):
         assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N)
         check(a, b, dtype)
     assert_deterministic(64, 4096, 4096, dtype, "64x32sw", runs=3)
+    # Batches too (tile rows count every batch: 4 x 4096 / 64 = 256 > 132),
+    # from K = 256.
+    for batch, M, N, K, want in ((4, 64, 4096, 256, "64x64sw"), (4, 16, 4096, 256, "64x16sw" if nt else None),
+                                 (2, 33, 1000, 512, "64x16sw"), (32, 1, 4096, 128, None)):
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        if want is None:
+            assert kernel_name(a, b).startswith("skinny_"), (batch, M, N, K)
+            continue
+        assert kernel_name(a, b) == variant_name(dtype, want, layout), (batch, M, N, K)
+        check(a, b, dtype)
 
 
 @pytest.mark.parametrize("width", SLAB_WIDTHS)

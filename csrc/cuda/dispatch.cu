@@ -60,15 +60,21 @@ enum class Family { skinny, hopper, simt_fast, simt_general };
 // 0.81-0.82 / 0.78).  So from N = 6144, one batch, and not when
 // TILED_SKINNY_MAXM sets the skinny kernel's limit explicitly.  And rows
 // up to 64 go to the Hopper kernel's one-slab tiles (64 x 8..64, hopper.cu's
-// slab_width) wherever those apply (one batch; N / 64 tile rows filling 1/4
+// slab_width) wherever those apply (N / 64 tile rows filling 1/4
 // to 1 wave, or past it; up to 32 rows only from tile rows for 2/5 of the
 // SMs; up to 16 rows, or up to 32 past a wave, only with a K-major B):
 // 64x4096x4096 NN 0.82 / 0.94-0.96, NT 0.80 / 0.95-0.97, 32x4096x4096 0.87
 // / 0.98, 17x4096x4096 NN 0.87-0.88 / 0.96, 16x8192x4096 NT 0.93 / 0.99,
 // 32x28672x4096 NT 0.94 / 1.01 (H100; on an H200 16x14336x4096 NT 0.91 /
-// 0.98, 64x4096x4096 NN 0.76 / 0.96).
+// 0.98, 64x4096x4096 NN 0.76 / 0.96).  Batches take the one-slab tiles too
+// (their tile rows count every batch), from K = 256: 8 x 64x1024x1024 NN
+// 0.67 / 0.97, 2 x 64x4096x4096 NN 0.84 / 0.98, 4 x 64x4096x4096 NT 0.93 /
+// 1.01, 4 x 16x4096x4096 NT 0.95 / 1.01, 8 x 32x4096x4096 NT 0.98 / 1.04, but
+// 32 x 1x4096x128 NT 0.95 / 0.92 (two k-blocks a tile; explore
+// c8bd9da-batched-smallm).
 bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.M > 64 || p.batch != 1 || setting("TILED_SKINNY_MAXM") || disabled("hopper")) return false;
+  if (p.M > 64 || setting("TILED_SKINNY_MAXM") || disabled("hopper")) return false;
+  if (p.batch != 1) return p.K >= 256 && hopper_one_slab(p, dev);
   return hopper_one_slab(p, dev) || (p.M > 32 && p.N >= 6144 && hopper_can_run(p, dev));
 }
 
