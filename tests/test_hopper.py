@@ -655,26 +655,23 @@ def test_slab_over_skinny(monkeypatch, dtype, layout):
     # K-major B); they have no split, so the same bits every run.
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     nt = layout == "NT"
-    for M, N, want in ((64, 4096, "64x32sw"), (48, 4096, "64x24sw"), (33, 2048, "64x16sw"), (32, 4096, "64x16sw"),
-                       (17, 4096, "64x16sw"), (64, 14336, "64x64sw"), (16, 4096, "64x8sw" if nt else None),
-                       (24, 14336, "64x24sw" if nt else None), (64, 1000, None)):
-        a, b = make_operands(M, N, 256, dtype, "cuda", layout)
-        if want is None:  # (64x1000: 16 tile rows of N, 4 columns would not do)
-            assert kernel_name(a, b).startswith("skinny_"), (M, N)
-            continue
-        assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N)
-        check(a, b, dtype)
-    assert_deterministic(64, 4096, 4096, dtype, "64x32sw", runs=3)
-    # Batches too (tile rows count every batch: 4 x 4096 / 64 = 256 > 132),
-    # from K = 256.
-    for batch, M, N, K, want in ((4, 64, 4096, 256, "64x64sw"), (4, 16, 4096, 256, "64x16sw" if nt else None),
-                                 (2, 33, 1000, 512, "64x16sw"), (32, 1, 4096, 128, None)):
+    # (M, N, K, batch, want): batches too (tile rows count every batch: 4 x
+    # 4096 / 64 = 256 > 132), from K = 256; 64x1000: 16 tile rows of N, 4
+    # columns would not do.
+    for M, N, K, batch, want in ((64, 4096, 256, None, "64x32sw"), (48, 4096, 256, None, "64x24sw"),
+                                 (33, 2048, 256, None, "64x16sw"), (32, 4096, 256, None, "64x16sw"),
+                                 (17, 4096, 256, None, "64x16sw"), (64, 14336, 256, None, "64x64sw"),
+                                 (16, 4096, 256, None, "64x8sw" if nt else None),
+                                 (24, 14336, 256, None, "64x24sw" if nt else None), (64, 1000, 256, None, None),
+                                 (64, 4096, 256, 4, "64x64sw"), (16, 4096, 256, 4, "64x16sw" if nt else None),
+                                 (33, 1000, 512, 2, "64x16sw"), (1, 4096, 128, 32, None)):
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         if want is None:
-            assert kernel_name(a, b).startswith("skinny_"), (batch, M, N, K)
+            assert kernel_name(a, b).startswith("skinny_"), (M, N, K, batch)
             continue
-        assert kernel_name(a, b) == variant_name(dtype, want, layout), (batch, M, N, K)
+        assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N, K, batch)
         check(a, b, dtype)
+    assert_deterministic(64, 4096, 4096, dtype, "64x32sw", runs=3)
 
 
 @pytest.mark.parametrize("width", SLAB_WIDTHS)
