@@ -684,6 +684,45 @@ def test_slab_forced(monkeypatch, dtype, layout, width):
                          lambda name: "_64x" not in name)
 
 
+# (M, N, K, batch, layout, dtype, kernel-name part): operands read once or by
+# a few CTAs of one wave, loaded under L2's evict_first policy by default
+# (settings.h's l2_stream_bits): the skinny kernel (also swapped), one-slab
+# tiles of one and of two columns, 128-row tiles with one tile row (stream-K
+# for tf32), a batch whose B is broadcast (read by every batch: no hint).
+L2_STREAM_CASES = [(1, 4096, 4096, None, "NN", torch.bfloat16, "skinny_"),
+                   (2000, 8, 1000, None, "NN", torch.float16, "skinny_"),
+                   (16, 14336, 512, None, "NT", torch.bfloat16, "64x16sw"),
+                   (64, 4096, 1000, None, "NN", torch.bfloat16, "64x32sw"),
+                   (64, 4096, 512, 2, "NN", torch.float16, "64x64sw"),
+                   (128, 14336, 4096, None, "NT", torch.bfloat16, "128x128"),
+                   (16, 4096, 4096, None, "NN", torch.float32, "streamk"),
+                   (3, 4096, 1000, 3, "NN", torch.bfloat16, "")]
+
+
+def test_l2_stream_same_bits(monkeypatch):
+    # The cache policy moves no data: off (TILED_L2_STREAM=0), by the rule,
+    # or forced on both operands ("ab"), the same bits and the right answer.
+    monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
+    for M, N, K, batch, layout, dtype, name_part in L2_STREAM_CASES:
+        with tf32_mode(dtype == torch.float32):
+            a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+            if batch == 3:
+                b = b[0]  # broadcast over the batch
+            assert name_part in kernel_name(a, b), (M, N, K, kernel_name(a, b))
+            bias = rand((N,), dtype, "cuda")
+            outs = []
+            for setting in ("0", None, "ab"):
+                if setting is None:
+                    monkeypatch.delenv("TILED_L2_STREAM", raising=False)
+                else:
+                    monkeypatch.setenv("TILED_L2_STREAM", setting)
+                outs.append(gemm(a, b, bias))
+            tol = TF32_TOL if dtype == torch.float32 else None
+            assert_close_rel(outs[0], reference(a, b, bias), dtype, tol)
+            for out in outs[1:]:
+                assert torch.equal(out, outs[0]), (M, N, K, batch, layout)
+
+
 def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):
     # tf32 NT takes the same wave rule as the 16-bit types (its kernel names
     # do not mark the swap): 4096x4104 as called is 5 waves of 128x256

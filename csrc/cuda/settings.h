@@ -45,6 +45,16 @@ inline bool setting_is(const char* name, const char* value) {
   return v && std::strcmp(v, value) == 0;
 }
 
+// Which operands a kernel loads under L2's evict_first policy (bit 0: A,
+// bit 1: B; cp_async.cuh's l2_evict_first_policy): by default those read
+// once (`a_once`, `b_once`: every element by one CTA).  TILED_L2_STREAM=0
+// turns it off; "a", "b" or "ab" force those operands (for measurements).
+inline int l2_stream_bits(bool a_once, bool b_once) {
+  const char* v = setting("TILED_L2_STREAM");
+  if (!v) return (a_once ? 1 : 0) | (b_once ? 2 : 0);
+  return (std::strchr(v, 'a') ? 1 : 0) | (std::strchr(v, 'b') ? 2 : 0);
+}
+
 // Makes `s` the calling thread's settings until the scope ends (scopes do
 // not nest: the inner one replaces the outer one, which comes back after).
 class SettingsScope {

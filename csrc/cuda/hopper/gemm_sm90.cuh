@@ -52,6 +52,7 @@
 
 #include "../../gemm_problem.h"
 #include "../cluster_launch.h"
+#include "../cp_async.cuh"
 #include "../settings.h"
 #include "hopper.h"
 #include "ptx.cuh"
@@ -96,6 +97,9 @@ struct KernelArgs {
   // leaves its fp32 partial in its CTA's slot of sk_partials and raises its
   // flag; the owner waits for those flags, adds the partials, earliest first,
   // to its own (a fixed order: the same bits on every run) and stores the tile.
+  // Bit 0 / 1: A / B is read once (settings.h's l2_stream_bits) and loaded
+  // under L2's evict_first policy.
+  int l2_stream;
   int sk_tiles;
   float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
   int* sk_flags;       // [gridDim.x][2], all 0 at launch
@@ -386,6 +390,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       prefetch_tensormap(&tmap_b);
       int stage = 0;
       uint32_t phase = 0;
+      // An operand read once (args.l2_stream) is loaded under L2's evict_first policy.
+      const bool hint_a = (args.l2_stream & 1) != 0, hint_b = (args.l2_stream & 2) != 0;
+      const uint64_t policy = args.l2_stream ? l2_evict_first_policy() : 0;
+      auto load_a = [&](uint32_t dst, uint32_t bar, int c0, int c1, int c2) {
+        if (hint_a)
+          tma_load_3d(dst, &tmap_a, bar, c0, c1, c2, policy);
+        else
+          tma_load_3d(dst, &tmap_a, bar, c0, c1, c2);
+      };
+      auto load_b = [&](uint32_t dst, uint32_t bar, int c0, int c1, int c2) {
+        if (hint_b)
+          tma_load_3d(dst, &tmap_b, bar, c0, c1, c2, policy);
+        else
+          tma_load_3d(dst, &tmap_b, bar, c0, c1, c2);
+      };
+      auto load_b_multicast = [&](uint32_t dst, uint32_t bar, int c0, int c1, int c2, uint16_t mask) {
+        if (hint_b)
+          tma_load_3d_multicast(dst, &tmap_b, bar, c0, c1, c2, mask, policy);
+        else
+          tma_load_3d_multicast(dst, &tmap_b, bar, c0, c1, c2, mask);
+      };
       // k-blocks [kb_from, kb_to) of one unit into the ring.
       auto load_unit = [&](int unit, int kb_from, int kb_to) {
         const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
@@ -403,30 +428,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           const uint32_t sa = ring + stage * Cfg::kStageBytes;
           const uint32_t sb = sa + Cfg::kABytes;
           if constexpr (!Cfg::kAMN) {
-            tma_load_3d(sa, &tmap_a, full, k0, m0, ab);
+            load_a(sa, full, k0, m0, ab);
           } else {
 #pragma unroll
             for (int i = 0; i < kBM / Cfg::kMNBox; ++i)
-              tma_load_3d(sa + i * (kBK * 128), &tmap_a, full, m0 + Cfg::kMNBox * i, k0, ab);
+              load_a(sa + i * (kBK * 128), full, m0 + Cfg::kMNBox * i, k0, ab);
           }
           if constexpr (Cfg::kCluster == 1) {
             if constexpr (!Cfg::kBMN) {
-              tma_load_3d(sb, &tmap_b, full, k0, n0, bb);
+              load_b(sb, full, k0, n0, bb);
             } else {
 #pragma unroll
-              for (int j = 0; j < kBN / 64; ++j) tma_load_3d(sb + j * kChunkBytes, &tmap_b, full, n0 + 64 * j, k0, bb);
+              for (int j = 0; j < kBN / 64; ++j) load_b(sb + j * kChunkBytes, full, n0 + 64 * j, k0, bb);
             }
           } else {
             // This CTA's half of B (rows / chunks [rank * kBN/2, +kBN/2)) to both CTAs.
             constexpr uint16_t kBoth = 0x3;
             if constexpr (!Cfg::kBMN) {
               const int half = rank * (kBN / 2);
-              tma_load_3d_multicast(sb + half * 128, &tmap_b, full, k0, n0 + half, bb, kBoth);
+              load_b_multicast(sb + half * 128, full, k0, n0 + half, bb, kBoth);
             } else {
 #pragma unroll
               for (int jj = 0; jj < kBN / 128; ++jj) {
                 const int j = rank * (kBN / 128) + jj;
-                tma_load_3d_multicast(sb + j * kChunkBytes, &tmap_b, full, n0 + 64 * j, k0, bb, kBoth);
+                load_b_multicast(sb + j * kChunkBytes, full, n0 + 64 * j, k0, bb, kBoth);
               }
             }
           }
@@ -1125,6 +1150,18 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.k_blocks = static_cast<int>((p.K + Cfg::kBK - 1) / Cfg::kBK);
   args.a_batched = a_batched;
   args.b_batched = b_batched;
+  // Operands L2 need not keep (docs/skinny.md, "Streamed operands"): read
+  // by one CTA, or by at most 4 whose tiles all run in one wave (they read
+  // each k-block at nearly the same time).  A's rows are read by every tile
+  // column, B's columns by every tile row (a cluster's pair of rows shares
+  // one read of B), a broadcast operand again in every batch.
+  {
+    const int64_t ctas = static_cast<int64_t>(args.tiles_m) * args.tiles_n * p.batch * (Cfg::kSplitK ? c.split_k : 1);
+    const auto streamed = [&](int64_t readers) { return readers == 1 || (readers <= 4 && ctas <= dev.num_sms); };
+    const int64_t a_readers = static_cast<int64_t>(args.tiles_n) * (a_batched ? 1 : p.batch);
+    const int64_t b_readers = static_cast<int64_t>((args.tiles_m + Cfg::kCluster - 1) / Cfg::kCluster) * (b_batched ? 1 : p.batch);
+    args.l2_stream = l2_stream_bits(streamed(a_readers), streamed(b_readers));
+  }
   // Every group of n columns starting at a multiple of n (in every row and
   // batch) may be stored as one vector.
   const auto c_groups_aligned = [&](int n) {

@@ -144,6 +144,9 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   const bool cluster_size = q.splits == 2 || q.splits == 4 || q.splits == 8;
   q.cluster_reduce = use_clusters(dev) && cluster_size && (forced > 0 || l.bm <= 32);
   if (ceil_div(q.M, l.bm) * q.splits > kMaxInt) return false;
+  // One row tile and disjoint K slices: each element of B is read once
+  // (unless a broadcast B serves several batches).
+  q.stream_b = (l2_stream_bits(false, ceil_div(q.M, l.bm) == 1 && (p.batch == 1 || q.b_batch != 0)) & 2) != 0;
   l.deep = deep_pipeline() &&
            static_cast<size_t>(skinny::smem_bytes(l.bm, true)) <= dev.max_smem_per_block_optin;
   return true;

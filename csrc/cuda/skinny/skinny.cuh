@@ -49,9 +49,16 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 }
 
 // 16-byte global -> shared copy; bytes past `src_bytes` (0..16) are zeroed.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
+// With `hint`, under the L2 policy `policy` (l2_evict_first_policy).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes, bool hint = false,
+                                           uint64_t policy = 0) {
+  if (hint)
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes), "l"(policy)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+                 : "memory");
 }
 
 // Four 8x8 16-bit matrices; lane i names a row of matrix i / 8.
@@ -102,7 +109,8 @@ struct SwizzledTile {
   // and cols >= col_end read as zero.
   template <class T>
   static __device__ __forceinline__ void load(uint32_t dst, const T* base, int64_t ld, int row0, int row_end,
-                                              int col0, int col_end, int tid) {
+                                              int col0, int col_end, int tid, bool hint = false,
+                                              uint64_t policy = 0) {
     constexpr int kTotal = ROWS * kChunks;
     static_assert(kTotal % kThreads == 0, "tile chunks must divide evenly among the threads");
 #pragma unroll
@@ -116,7 +124,7 @@ struct SwizzledTile {
         bytes = min(col_end - col, 8) * 2;
         src = base + static_cast<int64_t>(row) * ld + col;
       }
-      cp_async16(dst + offset(r, ch), src, bytes);
+      cp_async16(dst + offset(r, ch), src, bytes, hint, policy);
     }
   }
 };
@@ -155,6 +163,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
   const T* A = static_cast<const T*>(p.a) + batch * p.a_batch;
   const T* B = static_cast<const T*>(p.b) + batch * p.b_batch;
   const uint32_t base = smem_u32(smem);
+  const uint64_t b_policy = p.stream_b ? l2_evict_first_policy() : 0;
 
   auto load_stage = [&](int kb, int slot) {
     const uint32_t sa = base + slot * kStageBytes, sb = sa + TileA::kBytes;
@@ -164,9 +173,9 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
     else
       TileA::load(sa, A, p.lda, k0, p.K, m0, p.M, tid);
     if (B_KMAJOR)
-      TileB::load(sb, B, p.ldb, n0, p.N, k0, p.K, tid);
+      TileB::load(sb, B, p.ldb, n0, p.N, k0, p.K, tid, p.stream_b, b_policy);
     else
-      TileB::load(sb, B, p.ldb, k0, p.K, n0, p.N, tid);
+      TileB::load(sb, B, p.ldb, k0, p.K, n0, p.N, tid, p.stream_b, b_policy);
   };
 
   float acc[MT][NT][4];

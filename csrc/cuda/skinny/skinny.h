@@ -45,6 +45,9 @@ struct Params {
   // splits > 1 on sm_90a: the S slices of a tile are one cluster and reduce
   // through distributed shared memory (no workspace, no second kernel).
   bool cluster_reduce = false;
+  // B is read once (one row tile; the K slices are disjoint): its copies
+  // take L2's evict_first policy (cp_async.cuh; settings.h's l2_stream_bits).
+  bool stream_b = false;
 };
 
 // A launch: the block height, the operands' layouts and the grid.
