@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "cpu/gemm_cpu.h"
+#include "cuda/settings.h"
 #include "error_message.h"
 #include "problem_builder.h"
 
@@ -13,6 +14,7 @@ namespace tiled {
 namespace {
 
 at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
+  const cuda::EnvSnapshot env;  // the TILED_* switches, read once for this call
   PreparedGemm g = prepare_gemm(a, b, bias, "tiled.gemm");
   if (!g.done) cpu::gemm(g.problem);
   return g.out;
@@ -24,6 +26,7 @@ at::Tensor gemm_ladder_cpu(const at::Tensor& a, const at::Tensor& b, int64_t ste
 }
 
 std::string gemm_kernel_name_cpu(const at::Tensor& a, const at::Tensor& b) {
+  const cuda::EnvSnapshot env;
   check_gemm_args(a, b, std::nullopt, "tiled.gemm_kernel_name");
   return std::string("cpu_blocked_") + cpu::isa_name(to_dtype(a.scalar_type()));
 }

@@ -344,6 +344,28 @@ def test_cpu_isa_setting_checked(monkeypatch):
         gemm(a, b)
 
 
+@pytest.mark.parametrize("padding", [3, 40])
+def test_settings_read_on_every_call(monkeypatch, padding):
+    # The TILED_* switches are read from the environment once per call (a
+    # table of up to 32; past that every lookup goes to getenv): a change
+    # between calls takes effect, an unset one reads as unset, an invalid one
+    # is still reported, whichever path the lookup takes.
+    for i in range(padding):
+        monkeypatch.setenv(f"TILED_TEST_PADDING_{i}", str(i))
+    a, b = make_operands(4, 4, 4, torch.float32, "cpu")
+    monkeypatch.setenv("TILED_CPU_ISA", "baseline")
+    assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked_baseline"
+    assert_close_rel(gemm(a, b), reference(a, b, None), torch.float32)
+    monkeypatch.delenv("TILED_CPU_ISA")
+    unset = torch.ops.tiled.gemm_kernel_name(a, b)
+    assert unset in [f"cpu_blocked_{i}" for i in CPU_ISAS[:3]]
+    monkeypatch.setenv("TILED_CPU_ISA", "sse9")
+    with pytest.raises(RuntimeError, match="TILED_CPU_ISA must be baseline, avx2, avx512 or amx"):
+        gemm(a, b)
+    monkeypatch.setenv("TILED_CPU_ISA", "baseline")
+    assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked_baseline"
+
+
 def _is_hopper():
     return HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
 

@@ -62,7 +62,7 @@ void load_locked(Cache& c, const char* path) {
 }  // namespace
 
 const char* cache_path() {
-  const char* v = std::getenv("TILED_AUTOTUNE_CACHE");
+  const char* v = setting("TILED_AUTOTUNE_CACHE");
   return v && v[0] != '\0' ? v : nullptr;
 }
 

@@ -15,6 +15,7 @@
 #include "../error_message.h"
 #include "../problem_builder.h"
 #include "dispatch.h"
+#include "settings.h"
 
 namespace tiled {
 namespace {
@@ -91,6 +92,7 @@ void stage_operands(PreparedGemm& g, const cuda::DeviceInfo& dev) {
 }
 
 at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
+  const cuda::EnvSnapshot env;  // the TILED_* switches, read once for this call
   c10::cuda::CUDAGuard guard(a.device());
   PreparedGemm g = prepare_gemm(a, b, bias, "tiled.gemm");
   if (g.done) return g.out;
@@ -110,6 +112,7 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
 }
 
 at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t step) {
+  const cuda::EnvSnapshot env;
   c10::cuda::CUDAGuard guard(a.device());
   PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_ladder");
   TILED_CHECK(cuda::ladder_step_name(static_cast<int>(step)) != nullptr, "tiled.gemm_ladder: no ladder step ",
@@ -123,6 +126,7 @@ at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t st
 }
 
 std::string gemm_kernel_name_cuda(const at::Tensor& a, const at::Tensor& b) {
+  const cuda::EnvSnapshot env;
   c10::cuda::CUDAGuard guard(a.device());
   PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_kernel_name");
   if (g.done) return "none";
