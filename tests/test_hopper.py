@@ -62,7 +62,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
     without clusters becomes 128x192 where that needs fewer weighted waves
     (a 128x192 tile costs 0.75/0.95) unless stream-K is switched on.  128x64
     tiles that fill <= half the SMs split K over 2-CTA clusters (128x64sk2)
-    when K has >= 32 k-blocks and stream-K does not take them.  Very few
+    when K has >= 32 k-blocks, stream-K does not take them and the tile rows
+    are no more than the tile columns.  Very few
     tiles (128x128 tiles <= 1/12 of the SMs) and >= 128 k-blocks: split-K
     over clusters of 8 (128x128sk8).  A cooperative
     tile without clusters runs stream-K ("streamk" appended) when switched
@@ -99,7 +100,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
     if streamk is None:
         streamk = tiles128 * 4 <= sms and kb >= 128
     # 128x64 tiles filling <= half the SMs: K split over 2-CTA clusters
-    if tile == "128x64" and not streamk and tm * cdiv(N, 64) * batch * 2 <= sms and kb >= 32:
+    # (not for more tile rows than tile columns)
+    if tile == "128x64" and not streamk and tm * cdiv(N, 64) * batch * 2 <= sms and kb >= 32 and tm <= cdiv(N, 64):
         return "128x64sk2"
     if not streamk or tile.endswith("c2"):
         return tile
@@ -1063,10 +1065,11 @@ def test_splitk(monkeypatch, setting, dtype, layout):
 def test_splitk_auto_picks(monkeypatch):
     # Opt-in "auto": S = 2 where the 128x128 tiles fill <= half the SMs and K
     # has >= 32 k-blocks.  Unset: 128x64 tiles, their K split in two where
-    # they fill <= half the SMs (one-slab tiles off: 16x4096 would take them).
+    # they fill <= half the SMs (one-slab tiles off: 16x4096 would take them),
+    # unless the tile rows outnumber the tile columns (4096x128).
     monkeypatch.setenv("TILED_SM90_SLAB", "0")
     for M, N, K, unset in [(16, 4096, 4096, "128x64sk2"), (128, 4096, 4096, "128x64sk2"),
-                           (256, 4096, 4096, "128x64"), (200, 1000, 2048, "128x64sk2")]:
+                           (256, 4096, 4096, "128x64"), (200, 1000, 2048, "128x64sk2"), (4096, 128, 4096, "128x64")]:
         a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
         monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
         assert kernel_name(a, b) == variant_name(torch.bfloat16, unset, "NN"), (M, N, K)

@@ -268,8 +268,13 @@ struct Planned {
   // 200x1000x2048 0.71 / 0.76, 256x2048x4096 0.80 / 0.80.  Predicted
   // 0.95-1.0 for 128x4096x4096 (twice the CTAs pulling B); both sides sit
   // near the flushed-L2 floor of reading B (docs/skinny.md), ours 2 us above.
+  // Not for a grid of more tile rows than tile columns (a tall A, a narrow
+  // N): there whole tiles measured faster (H100, bf16, A-B-B-A against
+  // TILED_SM90_SPLITK=0, explore-*-9091a42-bf16-smalln.json): 4096x128x4096
+  // NN 0.85 -> 1.00, TN 0.86 -> 1.03 of cuBLAS.
   const int64_t tiles64 = tm * ceil_div(p.N, 64) * p.batch;
-  if (!sk && !want_sk && c.tile == Tile::k128x64 && tiles64 * 2 <= sms && k_blocks >= 32 && tiles64 * 2 <= kMaxInt)
+  if (!sk && !want_sk && c.tile == Tile::k128x64 && tiles64 * 2 <= sms && k_blocks >= 32 && tiles64 * 2 <= kMaxInt &&
+      tm <= ceil_div(p.N, 64))
     c.split_k = 2;
   if (want_sk && !c.pingpong && c.cluster == 1 && c.split_k == 0 && c.tile != Tile::k128x192) {
     const int64_t tiles = tm * ceil_div(p.N, tile_bn(c.tile)) * p.batch;
