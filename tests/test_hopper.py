@@ -362,7 +362,7 @@ TF32_NT_SWAP_SHAPES = [  # (M, N, K, batch)
     (64, 520, 200, None),  # 128x64, ragged
     (8, 14336, 520, None),  # 128x128
     (1, 300, 72, 3),  # one row, batched
-    (33, 1000, 1032, 2),  # the swapped tiles split K: runs as called
+    (33, 100, 1032, 2),  # the swapped tiles split K: runs as called
     (40, 1001, 136, None),  # C's rows not 16-byte aligned: checked stores of C^T
 ]
 
@@ -448,7 +448,7 @@ SWAP16_SHAPES = [(4096, 4104, 72, None), (1024, 4104, 136, None), (2048, 640, 72
 SWAP16_FORCED_SHAPES = [(2048, 2048, 136, None), (4096, 4096, 136, None), (2000, 2504, 200, None),
                         (4000, 3000, 72, None), (600, 1536, 520, 3), (4104, 4096, 1032, None),
                         (512, 256, 960, None), (1280, 1024, 520, None), (1536, 1536, 72, None),
-                        (128, 4096, 4096, None)]
+                        (128, 4096, 4096, None), (4096, 128, 4096, None)]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
