@@ -270,7 +270,7 @@ struct Planned {
   // near the flushed-L2 floor of reading B (docs/skinny.md), ours 2 us above.
   // Not for a grid of more tile rows than tile columns (a tall A, a narrow
   // N): there whole tiles measured faster (H100, bf16, A-B-B-A against
-  // TILED_SM90_SPLITK=0, explore-*-9091a42-bf16-smalln.json): 4096x128x4096
+  // TILED_SM90_SPLITK=0, explore-*-9091a42-bf16-smalln.txt): 4096x128x4096
   // NN 0.85 -> 1.00, TN 0.86 -> 1.03 of cuBLAS.
   const int64_t tiles64 = tm * ceil_div(p.N, 64) * p.batch;
   if (!sk && !want_sk && c.tile == Tile::k128x64 && tiles64 * 2 <= sms && k_blocks >= 32 && tiles64 * 2 <= kMaxInt &&
