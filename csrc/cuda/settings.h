@@ -12,12 +12,8 @@
 #include <utility>
 #include <vector>
 
-#if defined(_WIN32)
-#include <stdlib.h>  // _environ
-#define TILED_ENVIRON _environ
-#else
+#if !defined(_WIN32)
 extern "C" char** environ;
-#define TILED_ENVIRON environ
 #endif
 
 namespace tiled {
@@ -47,13 +43,20 @@ inline const EnvTable*& active_env() {
   static thread_local const EnvTable* active = nullptr;
   return active;
 }
+inline char** process_environment() {
+#if defined(_WIN32)
+  return _environ;
+#else
+  return environ;
+#endif
+}
 }  // namespace detail
 
 // Reads the environment's TILED_* variables once, for the scope of one call
 // of the op: a call asks for its switches dozens of times, and getenv scans
-// the whole environment each time (measured on an H100 host: 0.1 us per call
-// for every variable in the environment, about 9 of the 34 us a 1x64x64 call
-// took with 89 variables; benchmarks/host_overhead.py).  The variables are
+// the whole environment each time (a 1x64x64 bf16 call on an H100 host took
+// 34 us with 91 variables in the environment, 55 us with 291; 19 and 21 us
+// with this snapshot; benchmarks/host_overhead.py).  The variables are
 // still read on every call, so a change between calls takes effect.  Scopes
 // nest (the outermost one's table stands); without one, setting() calls
 // getenv.  Like getenv, it assumes no other thread changes the environment
@@ -98,7 +101,7 @@ inline const char* setting(const char* name) {
 }
 
 inline bool EnvSnapshot::read() {
-  for (char** e = TILED_ENVIRON; e != nullptr && *e != nullptr; ++e) {
+  for (char** e = detail::process_environment(); e != nullptr && *e != nullptr; ++e) {
     const char* entry = *e;
     if (std::strncmp(entry, "TILED_", 6) != 0) continue;
     const char* eq = std::strchr(entry, '=');
