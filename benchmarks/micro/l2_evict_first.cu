@@ -21,6 +21,8 @@
 #include <vector>
 #include <cuda_runtime.h>
 
+#include "../../csrc/cuda/cp_async.cuh"  // l2_evict_first_policy: the kernels' own policy
+
 #define CHECK(x)                                                                    \
   do {                                                                              \
     cudaError_t e = (x);                                                            \
@@ -32,18 +34,12 @@
 
 enum Mode { kPlain = 0, kHint = 1, kCpAsync = 2, kCpAsyncHint = 3 };
 
-__device__ __forceinline__ uint64_t evict_first() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-
 // Each thread reads 16-byte chunks with a grid stride and folds them into
 // one word (written only when impossible, so the loads stay live).
 template <int MODE>
 __global__ void __launch_bounds__(256) read_kernel(const uint4* src, int64_t n, uint32_t* sink) {
   __shared__ uint4 stage[256 * 4];
-  const uint64_t policy = evict_first();
+  const uint64_t policy = tiled::cuda::l2_evict_first_policy();
   uint32_t acc = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -27,7 +27,8 @@ __device__ __forceinline__ void cp_async_wait() {
 // full of dirty lines; a plain streamed read evicts them one for one and
 // pays their write-back, while evict_first lines are the first victims of
 // the next misses, so the stream mostly replaces its own clean lines.  A
-// 32 MB read on an H100 after a 256 MB write: 17.95 -> 16.38 us (docs/skinny.md).
+// 32 MB read on an H100 after a 400 MB write: 21.9 -> 17.9 us
+// (benchmarks/micro/l2_evict_first.cu; docs/skinny.md).
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   uint64_t policy = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

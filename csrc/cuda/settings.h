@@ -63,8 +63,8 @@ inline char** process_environment() {
 // during the call.
 class EnvSnapshot {
  public:
-  EnvSnapshot() : outer_(detail::active_env() != nullptr) {
-    if (outer_ || !read()) return;
+  EnvSnapshot() {
+    if (detail::active_env() != nullptr || !read()) return;  // an outer one stands, or too many
     detail::active_env() = &table_;
     installed_ = true;
   }
@@ -80,7 +80,7 @@ class EnvSnapshot {
   bool read();
 
   detail::EnvTable table_;
-  bool outer_ = false, installed_ = false;
+  bool installed_ = false;
 };
 
 // The value of setting `name` for this thread: the active scope's, else the

@@ -393,24 +393,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // An operand read once (args.l2_stream) is loaded under L2's evict_first policy.
       const bool hint_a = (args.l2_stream & 1) != 0, hint_b = (args.l2_stream & 2) != 0;
       const uint64_t policy = args.l2_stream ? l2_evict_first_policy() : 0;
-      auto load_a = [&](uint32_t dst, uint32_t bar, int c0, int c1, int c2) {
-        if (hint_a)
-          tma_load_3d(dst, &tmap_a, bar, c0, c1, c2, policy);
-        else
-          tma_load_3d(dst, &tmap_a, bar, c0, c1, c2);
-      };
-      auto load_b = [&](uint32_t dst, uint32_t bar, int c0, int c1, int c2) {
-        if (hint_b)
-          tma_load_3d(dst, &tmap_b, bar, c0, c1, c2, policy);
-        else
-          tma_load_3d(dst, &tmap_b, bar, c0, c1, c2);
-      };
-      auto load_b_multicast = [&](uint32_t dst, uint32_t bar, int c0, int c1, int c2, uint16_t mask) {
-        if (hint_b)
-          tma_load_3d_multicast(dst, &tmap_b, bar, c0, c1, c2, mask, policy);
-        else
-          tma_load_3d_multicast(dst, &tmap_b, bar, c0, c1, c2, mask);
-      };
       // k-blocks [kb_from, kb_to) of one unit into the ring.
       auto load_unit = [&](int unit, int kb_from, int kb_to) {
         const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
@@ -428,30 +410,31 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           const uint32_t sa = ring + stage * Cfg::kStageBytes;
           const uint32_t sb = sa + Cfg::kABytes;
           if constexpr (!Cfg::kAMN) {
-            load_a(sa, full, k0, m0, ab);
+            tma_load_3d(sa, &tmap_a, full, k0, m0, ab, hint_a, policy);
           } else {
 #pragma unroll
             for (int i = 0; i < kBM / Cfg::kMNBox; ++i)
-              load_a(sa + i * (kBK * 128), full, m0 + Cfg::kMNBox * i, k0, ab);
+              tma_load_3d(sa + i * (kBK * 128), &tmap_a, full, m0 + Cfg::kMNBox * i, k0, ab, hint_a, policy);
           }
           if constexpr (Cfg::kCluster == 1) {
             if constexpr (!Cfg::kBMN) {
-              load_b(sb, full, k0, n0, bb);
+              tma_load_3d(sb, &tmap_b, full, k0, n0, bb, hint_b, policy);
             } else {
 #pragma unroll
-              for (int j = 0; j < kBN / 64; ++j) load_b(sb + j * kChunkBytes, full, n0 + 64 * j, k0, bb);
+              for (int j = 0; j < kBN / 64; ++j)
+                tma_load_3d(sb + j * kChunkBytes, &tmap_b, full, n0 + 64 * j, k0, bb, hint_b, policy);
             }
           } else {
             // This CTA's half of B (rows / chunks [rank * kBN/2, +kBN/2)) to both CTAs.
             constexpr uint16_t kBoth = 0x3;
             if constexpr (!Cfg::kBMN) {
               const int half = rank * (kBN / 2);
-              load_b_multicast(sb + half * 128, full, k0, n0 + half, bb, kBoth);
+              tma_load_3d_multicast(sb + half * 128, &tmap_b, full, k0, n0 + half, bb, kBoth, hint_b, policy);
             } else {
 #pragma unroll
               for (int jj = 0; jj < kBN / 128; ++jj) {
                 const int j = rank * (kBN / 128) + jj;
-                load_b_multicast(sb + j * kChunkBytes, full, n0 + 64 * j, k0, bb, kBoth);
+                tma_load_3d_multicast(sb + j * kChunkBytes, &tmap_b, full, n0 + 64 * j, k0, bb, kBoth, hint_b, policy);
               }
             }
           }

@@ -86,9 +86,11 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* tmap, uint
       : "memory");
 }
 
-// Same, under the L2 cache policy `policy` (cp_async.cuh's l2_evict_first_policy).
+// Same; with `hint`, under the L2 cache policy `policy` (cp_async.cuh's
+// l2_evict_first_policy).
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* tmap, uint32_t bar, int c0, int c1, int c2,
-                                            uint64_t policy) {
+                                            bool hint, uint64_t policy) {
+  if (!hint) return tma_load_3d(dst, tmap, bar, c0, c1, c2);
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(dst),
@@ -129,8 +131,11 @@ __device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const void* 
       : "memory");
 }
 
+// Same; with `hint`, under the L2 cache policy `policy`.
 __device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const void* tmap, uint32_t bar, int c0,
-                                                      int c1, int c2, uint16_t cta_mask, uint64_t policy) {
+                                                      int c1, int c2, uint16_t cta_mask, bool hint,
+                                                      uint64_t policy) {
+  if (!hint) return tma_load_3d_multicast(dst, tmap, bar, c0, c1, c2, cta_mask);
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
       ".L2::cache_hint [%0], [%1, {%3, %4, %5}], [%2], %6, %7;" ::"r"(dst),
