@@ -17,24 +17,12 @@ import argparse
 import json
 import os
 import statistics
-import time
 
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (loads the ops)
-from torch_tiled_gemm.bench import _slug, env_info
+from torch_tiled_gemm.bench import _slug, env_info, host_us_per_call
 from torch_tiled_gemm.nn import TiledLinear
-
-
-def per_call_us(fn, calls):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls * 1e6
 
 
 def gpu_us(fn, calls=200):
@@ -58,7 +46,7 @@ def measure(fns, calls, rounds=7):
     names = list(fns)
     for r in range(rounds):
         for k in (names if r % 2 == 0 else names[::-1]):
-            times[k].append(per_call_us(fns[k], calls))
+            times[k].append(host_us_per_call(fns[k], "cuda", calls))
     return {k: statistics.median(v) for k, v in times.items()}
 
 

@@ -197,6 +197,21 @@ def linear_case(tokens, fin, fout, dname, device):
     }
 
 
+def host_us_per_call(fn, device, calls=2000):
+    """Wall time per call over a loop of `calls` (after 50 warm-up calls),
+    one sync at the end: the host cost of a call whose GPU work is shorter."""
+    for _ in range(50):
+        fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t) / calls * 1e6
+
+
 def overhead_case(kind, device, n=64, calls=2000):
     """Per-call host cost of tiny eager calls (decode-style M): wall time per
     call over a loop of `calls`, one sync at the end; the GPU work is a few
@@ -213,19 +228,7 @@ def overhead_case(kind, device, n=64, calls=2000):
     else:
         ours, theirs = (lambda: tl(x).sum().backward()), (lambda: lin(x).sum().backward())
 
-    def per_call_us(fn):
-        for _ in range(50):
-            fn()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        return (time.perf_counter() - t) / calls * 1e6
-
-    rounds = [(per_call_us(ours), per_call_us(theirs)) for _ in range(3)]
+    rounds = [(host_us_per_call(ours, device, calls), host_us_per_call(theirs, device, calls)) for _ in range(3)]
     t_ours = statistics.median(r[0] for r in rounds)
     t_theirs = statistics.median(r[1] for r in rounds)
     flops = 2.0 * n * n * n * (3 if kind == "linear_fwd_bwd_call" else 1)
