@@ -25,15 +25,15 @@ def bad_result(a, b, bias=None, name_prefix=""):
     return True
 
 
-def sm90_cases(cases, dtype, label, bias=False, name_prefix=""):
-    """Each (M, N, K, batch, settings) in NN and TT (A batched when batch > 1),
+def sm90_cases(cases, dtype, label, bias=False, name_prefix="", lays=("NN", "TT")):
+    """Each (M, N, K, batch, settings) in the layouts `lays` (A batched when batch > 1),
     under its TILED_* settings, with the skinny kernel switched off; returns
     the failures and prints the kernel that ran."""
     failures = 0
     os.environ["TILED_SKINNY_MAXM"] = "0"
     for M, N, K, batch, env in cases:
         os.environ.update(env)
-        for lay in ("NN", "TT"):
+        for lay in lays:
             a = torch.randn(batch, M, K, device="cuda", dtype=dtype)
             a = layouts(a[0], lay[0]) if batch == 1 else a
             b = layouts(torch.randn(K, N, device="cuda", dtype=dtype), lay[1])
@@ -122,6 +122,17 @@ def main():
                             (100, 9000, 72, 1, {"TILED_SM90_SLAB": "48"}), (130, 200, 520, 1, {"TILED_SM90_SLAB": "56"}),
                             (64, 72, 64, 2, {"TILED_SM90_SLAB": "64"})),
                            torch.bfloat16, "sm90 one-slab", bias=True, name_prefix="sm90_bf16")
+    # One-slab tiles as called (a small N, NT only): ragged M (the last
+    # tile's rows), ragged N (the last tile's columns), a batch, more tiles
+    # than SMs, one k-block; the register epilogue (narrow widths) and TMA
+    # boxes (64 columns).
+    failures += sm90_cases(((4096, 64, 4096, 1, {"TILED_SM90_SLAB": "1"}), (1000, 64, 136, 1, {"TILED_SM90_SLAB": "32"}),
+                            (264, 40, 200, 3, {"TILED_SM90_SLAB": "24"}), (136, 72, 72, 1, {"TILED_SM90_SLAB": "40"}),
+                            (9000, 104, 72, 1, {"TILED_SM90_SLAB": "48"}), (200, 136, 520, 1, {"TILED_SM90_SLAB": "56"}),
+                            (72, 64, 64, 2, {"TILED_SM90_SLAB": "64"}), (4096, 8, 64, 1, {"TILED_SM90_SLAB": "8"}),
+                            (2000, 48, 200, 1, {"TILED_SM90_SLAB": "16"})),
+                           torch.bfloat16, "sm90 one-slab as called", bias=True, name_prefix="sm90_bf16_64x",
+                           lays=("NT",))
     for step in range(1, 9):
         a = torch.randn(65, 63, device="cuda", dtype=torch.float32)
         b = torch.randn(63, 129, device="cuda", dtype=torch.float32)

@@ -201,6 +201,9 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     one_slab = slab and slab_width(dtype, M, N, layout, batch, streamk=streamk)
     if one_slab:
         return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
+    one_slab = slab and slab_width_as_called(dtype, M, N, layout, batch, streamk=streamk)
+    if one_slab:
+        return f"sm90_{TAG[dtype]}_{one_slab}_{layout.lower()}"
     width = swap_width(dtype, M, N, layout, batch, K, streamk)
     if width:
         return f"sm90_{TAG[dtype]}_{width}sw_{layout.lower()}"
@@ -575,9 +578,25 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     for M > 16; and, for M > 32, within two waves); for M <= 32 only with
     tile rows for >= 2/5 of the SMs.  With an N-major B (NN), never for
     M <= 16, nor for M <= 32 past one wave.  C (fresh, contiguous) must be 16-byte aligned.
+    M > N: none (one-slab tiles lie along the longer side: slab_width_as_called).
     The tile name ("64x32") or None."""
-    if not swappable16(dtype, M, N, layout, batch):
+    if not swappable16(dtype, M, N, layout, batch) or M > N:
         return None
+    return slab_rule(M, N, layout, batch, rule, streamk)
+
+
+def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None):
+    """Mirror of hopper.cu's slab_width_as_called(): an NT problem with
+    M > N runs as called on the one-slab tiles slab_width would give its
+    swapped problem (N x M, also NT), W columns of N by 64 rows of M; C
+    (fresh, contiguous) 16-byte aligned.  The tile name or None."""
+    if layout != "NT" or M <= N or not swappable16(dtype, M, N, layout, batch):
+        return None
+    return slab_rule(N, M, layout, batch, rule, streamk)
+
+
+def slab_rule(M, N, layout, batch, rule, streamk):
+    """slab_width's rule for a problem of M <= N (layout[1]: its B's)."""
     if streamk is not None and not rule:
         return None  # (rule: TILED_SM90_SLAB=1 also with a schedule setting)
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
@@ -684,6 +703,88 @@ def test_slab_forced(monkeypatch, dtype, layout, width):
     monkeypatch.setenv("TILED_SM90_SLAB", str(width))
     check_forced_swapped(monkeypatch, dtype, layout, SLAB_FORCED_SHAPES, f"64x{width}",
                          lambda name: "_64x" not in name)
+
+
+def check_as_called(monkeypatch, a, b, dtype, shape, layout):
+    """A problem on one-slab tiles as called: the default epilogue (register
+    vector stores; TMA boxes for 64 columns) against the checked stores
+    (same bits, nothing written past a tile), close to the reference; exact
+    on small integers when not batched."""
+    M, N, K, batch = shape
+    bias_t = rand((N,), dtype, "cuda")
+    vec, checked = vec_and_checked(monkeypatch, a, b, bias_t, dtype)
+    assert_close_rel(vec, reference(a, b, bias_t), dtype)
+    assert torch.equal(vec, checked), shape
+    if batch is None:
+        exact_check(M, N, K, dtype, layout, bias=N % 2 == 0)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_slab_as_called_rule(monkeypatch, dtype):
+    # A small N with a column-major B (NT) runs as called on the one-slab
+    # tiles the swapped problem (N x M, also NT) would get: SLAB_RULE_SHAPES
+    # transposed, their NT column (where C's rows, N long, are 16-byte
+    # aligned); other layouts never.
+    for N, M, K, _, nt in SLAB_RULE_SHAPES:
+        want = nt if N % 8 == 0 else None
+        assert slab_width_as_called(dtype, M, N, "NT") == want, (M, N)
+        assert slab_width_as_called(dtype, M, N, "NT", rule=True) == want, (M, N)
+        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
+        assert kernel_name(a, b) == expected_name(dtype, M, N, "NT", K=K), (M, N, K)
+        if want is not None:
+            assert kernel_name(a, b) == variant_name(dtype, want, "NT"), (M, N, K)
+            check_as_called(monkeypatch, a, b, dtype, (M, N, K, None), "NT")
+            with monkeypatch.context() as m:
+                m.setenv("TILED_SM90_SLAB", "0")
+                assert "_64x" not in kernel_name(a, b), (M, N, K)
+    for layout in ("NN", "TN", "TT"):
+        a, b = make_operands(4096, 64, 1024, dtype, "cuda", layout)
+        assert slab_width_as_called(dtype, 4096, 64, layout) is None and "_64x" not in kernel_name(a, b), layout
+    a, b = make_operands(4096, 64, 1024, dtype, "cuda", "NT")
+    with monkeypatch.context() as m:  # a schedule setting leaves them out
+        m.setenv("TILED_SM90_SPLITK", "0")
+        assert "_64x" not in kernel_name(a, b)
+
+
+# Forced (TILED_SM90_SLAB=W) with M > N: ragged M (the last tile's rows),
+# ragged N (the last tile's columns, N % 8 == 0), a batch, more tiles than
+# SMs, one k-block; N % 8 != 0 (no 16-byte rows of C) runs as before.
+SLAB_AS_CALLED_SHAPES = [(1000, 64, 136, None), (264, 40, 200, 3), (136, 72, 72, None), (9000, 104, 72, None),
+                         (200, 136, 520, None), (72, 64, 64, 2), (4096, 8, 64, None), (1000, 33, 200, None)]
+
+
+@pytest.mark.parametrize("width", SLAB_WIDTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_slab_as_called_forced(monkeypatch, dtype, layout, width):
+    monkeypatch.setenv("TILED_SM90_SLAB", str(width))
+    for M, N, K, batch in SLAB_AS_CALLED_SHAPES:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        if layout != "NT" or N % 8:
+            assert "_64x" not in kernel_name(a, b), (M, N, K, batch)
+            check(a, b, dtype)
+            continue
+        assert kernel_name(a, b) == variant_name(dtype, f"64x{width}", layout), (M, N, K, batch)
+        check_as_called(monkeypatch, a, b, dtype, (M, N, K, batch), layout)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_slab_as_called_over_skinny(monkeypatch, dtype):
+    # Dispatch prefers the one-slab tiles as called to the skinny kernel
+    # (which would run a small N swapped) where they apply: NT only, batches
+    # from K = 256; no split, so the same bits every run.
+    monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
+    for M, N, K, batch, layout, want in ((4096, 64, 256, None, "NT", "64x32"), (4096, 32, 256, None, "NT", "64x16"),
+                                         (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", None),
+                                         (4096, 64, 256, None, "TT", None), (4096, 64, 256, 4, "NT", "64x64"),
+                                         (4096, 1, 128, 32, "NT", None)):
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        if want is None:
+            assert kernel_name(a, b).startswith("skinny_"), (M, N, K, batch, layout)
+            continue
+        assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N, K, batch)
+        check(a, b, dtype)
+    assert_deterministic(4096, 64, 4096, dtype, "64x32_nt", runs=3)
 
 
 # (M, N, K, batch, layout, dtype, kernel-name part): operands read once or by

@@ -37,8 +37,9 @@
 // Edges: TMA zero-fills out-of-bounds rows/columns/K, so the mainloop never
 // branches on sizes; only the epilogue's stores are predicated.
 //
-// One-slab configs (kOneSlab, small M, run swapped only): kBM = 64 and a
-// single consumer warpgroup (256 threads), everything else as above.
+// One-slab configs (kOneSlab): kBM = 64 and a single consumer warpgroup
+// (256 threads), everything else as above; run swapped for a small M
+// (kTransC_) or as called for a small N.
 #pragma once
 #include <cuda.h>  // CUtensorMap (type only)
 #include <cuda_bf16.h>
@@ -109,9 +110,10 @@ template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPi
           bool kSplitK_ = false, bool kTransC_ = false, bool kOneSlab_ = false>
 struct Sm90Config {
   using Elem = T;
-  // One-slab tiles (16-bit, swapped only, hopper.h's kSlabWidths): 64 rows
-  // by kBN_ = 8 ... 64 columns, one consumer warpgroup (256 threads), for
-  // problems so small that 128-row tiles leave most SMs idle.
+  // One-slab tiles (16-bit, hopper.h's kSlabWidths): 64 rows by kBN_ = 8
+  // ... 64 columns, one consumer warpgroup (256 threads), for problems so
+  // small that 128-row tiles leave most SMs idle: a small M run swapped
+  // (kTransC_), a small N as called.
   static constexpr bool kOneSlab = kOneSlab_;
   static constexpr int kBM = kOneSlab ? 64 : 128;
   static constexpr int kBN = kBN_;
@@ -127,9 +129,10 @@ struct Sm90Config {
   // whose swapped tiles fill the waves better (hopper.cu), so that the
   // kernels of unswapped problems do not carry the transposed epilogue.
   static constexpr bool kCTrans = sizeof(T) == 4 ? !kPingPong_ && !kSplitK_ : kTransC_;
-  // Widths that are not a multiple of 64 (144 ... 232) run swapped only:
-  // every tile is C^T's, whatever KernelArgs::c_trans says.
-  static constexpr bool kSwappedOnly = kBN_ % 64 != 0 || kOneSlab_;
+  // Widths that are not a multiple of 64 (144 ... 232) run swapped only, as
+  // do the one-slab kernels built for C^T: every tile is C^T's, whatever
+  // KernelArgs::c_trans says.
+  static constexpr bool kSwappedOnly = kOneSlab_ ? kTransC_ : kBN_ % 64 != 0;
   // Rows of the caller's C per transposed TMA store: a tile's last 64-column
   // chunk of C^T may be 8, 16, 32 or 40 wide, and a store must not spill into
   // the next tile's rows: the largest power of two dividing that remainder.
@@ -159,7 +162,7 @@ struct Sm90Config {
   static constexpr bool kSplitK = kSplitK_;
   // Stream-K capable (KernelArgs::sk_tiles): cooperative, no cluster, no split.
   // (Not 128x192: choose() never deals it stream-K, so its code is not built.)
-  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK && kBN != 192 && !kTransC_;
+  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK && kBN != 192 && !kTransC_ && !kOneSlab_;
   static constexpr int kPartialStride = kBN + 4;  // floats per partial row (pad: 16 B, staggers banks)
   // Consumer warps that release each stage (per CTA of the cluster).
   static constexpr int kReleasers = 4 * (kPingPong || kOneSlab ? 1 : 2);
@@ -200,7 +203,8 @@ struct Sm90Config {
                     kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
   static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144-232, one-slab: swapped, K-major B, no cluster");
-  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK), "one-slab: 16-bit, cooperative whole tiles");
+  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && !kBMN && kCluster == 1),
+                "one-slab: 16-bit, cooperative whole tiles, K-major B, no cluster");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -696,8 +700,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // hands the box to TMA, which writes it (clipped at M and N) while the
       // next box is filled.  Before refilling a buffer, that thread waits
       // until TMA has read the box stored from it two boxes ago (possibly in
-      // the previous tile).
-      if constexpr (Cfg::kTmaEpilogue) {
+      // the previous tile).  (Whole boxes only: the host leaves args.c_tma
+      // off for the narrower one-slab tiles.)
+      if constexpr (Cfg::kTmaEpilogue && kBN % (128 / Cfg::kElemBytes) == 0) {
         if (args.c_tma) {
           constexpr int kBoxCols = 128 / Cfg::kElemBytes;  // 64 bf16 / f16, 32 fp32
           constexpr int kBoxes = kBN / kBoxCols;
@@ -756,7 +761,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // partly written sectors.  Instead each warp passes its 16 rows through
       // shared memory, 32 columns at a time, and stores them row by row: the
       // 32 lanes on 32 consecutive columns (64 or 128 contiguous bytes).
-      if (args.c_via_smem) {
+      // (32-column chunks: the narrower one-slab widths store checked.)
+      if (kBN % 32 == 0 && args.c_via_smem) {
         T* const rows_smem = epi_scratch + (cw * 4 + warp) * (16 * kEpiPitch);
         const int frag_row = lane / 4, frag_col = 2 * (lane % 4);
 #pragma unroll
@@ -790,7 +796,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         return;
       }
       const int64_t slab_end = static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? kBM : (cw + 1) * 64);
-      if (args.c_quads_aligned && slab_end <= args.M && tc.tn * kBN + kBN <= args.N) {
+      if (kBN % 16 == 0 && args.c_quads_aligned && slab_end <= args.M && tc.tn * kBN + kBN <= args.N) {
         using Bits = PairBits<T>;
         constexpr int kW = Bits::kWords;
         const int quad_lane = lane % 4;
@@ -1163,7 +1169,8 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
   if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144 ... 128x232 and one-slab tiles run swapped only";
   CUtensorMap map_c{};
-  if (Cfg::kTmaEpilogue && !checked_only && !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
+  if (Cfg::kTmaEpilogue && (c.c_trans || Cfg::kBN % (128 / es) == 0) && !checked_only &&
+      !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
     OperandMapSpec sc{};
     sc.dtype = tma_dtype<T>();
     sc.elem_bytes = es;
@@ -1274,6 +1281,25 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       if (c.tile != Tile::k128x256) return "sm90: a 16-bit transposed C needs cooperative 128x256 tiles";
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false, false, true)
       TILED_SM90_LAYOUTS(256, 1, false, false, true)
+    }
+    if (c.slab > 0) {
+      // One-slab tiles as called (a small N): a row-major A and a
+      // column-major B only (hopper.cu's slab_width_as_called).
+      if (c.a_mn || c.b_mn) return "sm90: one-slab tiles as called need a row-major A and a column-major B";
+      switch (c.slab) {
+#define TILED_SM90_SLAB_AS_CALLED(W) \
+  case W: return launch_sm90<Sm90Config<T, W, false, false, 1, false, false, false, true>>(p, dev, stream, c, workspace);
+        TILED_SM90_SLAB_AS_CALLED(8)
+        TILED_SM90_SLAB_AS_CALLED(16)
+        TILED_SM90_SLAB_AS_CALLED(24)
+        TILED_SM90_SLAB_AS_CALLED(32)
+        TILED_SM90_SLAB_AS_CALLED(40)
+        TILED_SM90_SLAB_AS_CALLED(48)
+        TILED_SM90_SLAB_AS_CALLED(56)
+        TILED_SM90_SLAB_AS_CALLED(64)
+#undef TILED_SM90_SLAB_AS_CALLED
+        default: return "sm90: no one-slab kernel of that width";
+      }
     }
     if (c.tile == Tile::k128x256) {
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)

@@ -439,7 +439,9 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // these tiles out.
 [[maybe_unused]] int slab_width(const Planned& pp) {
   const GemmProblem& p = pp.p;
-  if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return 0;
+  // (p.M > p.N: one-slab tiles lie along the longer side, so such a problem
+  // is slab_width_as_called's.)
+  if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.M > p.N || !c_tma_ok(p, 2)) return 0;
   const char* v = setting("TILED_SM90_SLAB");
   const long forced = v ? std::strtol(v, nullptr, 10) : -1;
   if (forced == 0) return 0;
@@ -492,9 +494,23 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return static_cast<int>(w);
 }
 
+// One-slab tiles for a small N: a 16-bit problem with a row-major A and a
+// column-major B (NT: e.g. a linear layer with few outputs) runs as called on
+// tiles of 64 rows of M by W columns of N.  That is the kernel slab_width
+// gives the swapped problem `qq` (N x M, also NT): the same operands in the
+// same shared-memory layouts, the same tile order and L2 policy; only C is
+// stored as it is, so the rule is slab_width's, applied to qq (and
+// TILED_SM90_SLAB the same switch).  Returns W, or 0 for none.
+[[maybe_unused]] int slab_width_as_called(const Planned& pp, const Planned& qq) {
+  const GemmProblem& p = pp.p;
+  if (p.M <= p.N || !p.a.row_major() || p.b.row_major()) return 0;
+  return slab_width(qq);
+}
+
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
 // so, its Choice (c_trans set when swapped).  `width`: a swapped-only
-// 128-row tile (swap_width), `slab`: a one-slab width (slab_width).
+// 128-row tile (swap_width), `slab`: a one-slab width (slab_width, or
+// slab_width_as_called where not swapped).
 bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::k128x256, int slab = 0) {
 #if !defined(TILED_WITH_SM90A)
   (void)planned;
@@ -540,7 +556,8 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     // 0.98-1.00; explore aa65e63).
     w.group_m = slab > 0 && !setting("TILED_SM90_GROUPM") ? 1 : c.group_m;
     w.skip_idle_slabs = c.skip_idle_slabs;
-    if (!swapped || w.b_mn) return false;
+    // A K-major B; unswapped, only one-slab tiles with a K-major A.
+    if (w.b_mn || (!swapped && (slab == 0 || w.a_mn))) return false;
     c = w;
   }
   if (dev.max_smem_per_block_optin <
@@ -572,6 +589,11 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
   };
   const int slab = slab_width(pp);
   if (slab > 0 && swapped(Tile::k128x256, slab)) return true;
+  const int slab_n = slab_width_as_called(pp, qq);
+  if (slab_n > 0 && plan_as(pp, false, choice, Tile::k128x256, slab_n)) {
+    if (launched) *launched = caller;
+    return true;
+  }
   const Tile width = swap_width(pp, qq, fills);
   if (tile_swapped_only(width) && swapped(width, 0)) return true;
   if (nn || fills || tf32_nt) {
@@ -597,8 +619,9 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // 128x64streamk (stream-K over the last wave); a 16-bit problem run
   // swapped (C^T stored transposed) adds "sw", e.g. 128x256sw; 128x144sw,
   // 128x160sw, 128x176sw, 128x200sw, 128x208sw, 128x224sw and 128x232sw run
-  // swapped only (swap_width), as do the one-slab tiles 64x8sw ... 64x64sw
-  // (slab_width).  Built once.
+  // swapped only (swap_width); the one-slab tiles run swapped for a small M,
+  // 64x8sw ... 64x64sw (slab_width), and as called for a small N, 64x8 ...
+  // 64x64 (slab_width_as_called).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
   constexpr int kNumVariants = 29;
   static const char* const kVariants[kNumVariants] = {

@@ -20,7 +20,7 @@ namespace cuda {
 // hopper_can_run(p, dev) is false.
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
 // Whether hopper_gemm would run `p` on one-slab tiles (64-row tiles for a
-// small M; dispatch prefers them to the skinny kernel for 16 < M <= 64).
+// small M or N; dispatch prefers them to the skinny kernel where they apply).
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev);
 // Scratch hopper_gemm needs for `p` (stream-K partial tiles), 0 when none.
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
@@ -64,7 +64,8 @@ struct Choice {
   // the caller's C[n][m].
   bool c_trans = false;
   // > 0: a one-slab tile of 64 rows by this many columns (kSlabWidths),
-  // swapped (c_trans), cooperative whole tiles without cluster; `tile` unused.
+  // swapped (c_trans) or, for a small N, as called; cooperative whole tiles
+  // without cluster; `tile` unused.
   int slab = 0;
 };
 
@@ -138,9 +139,10 @@ constexpr int ring_smem_bytes(int stage_rows, int scratch, int most) {
 constexpr int tile_stages(Tile t) { return ring_stages(128 + tile_bn(t), epilogue_scratch_bytes(t), 8); }
 constexpr int tile_smem_bytes(Tile t) { return ring_smem_bytes(128 + tile_bn(t), epilogue_scratch_bytes(t), 8); }
 
-// One-slab tiles (16-bit NN / NT, run swapped only): 64 rows of the swapped
-// problem (the caller's N) by W columns (the caller's M), one consumer
-// warpgroup, for small M (hopper.cu, slab_width).  Their stages are small
+// One-slab tiles (16-bit): 64 rows by W columns, one consumer warpgroup.
+// For a small M (NN / NT) they run swapped: 64 rows of the caller's N by W
+// of its M (hopper.cu, slab_width); for a small N (NT) as called: 64 rows of
+// M by W of N (slab_width_as_called).  Their stages are small
 // ((64 + W) x 128 bytes), so the ring holds up to 16 of them next to the TMA
 // store buffers.
 constexpr int kSlabWidths[8] = {8, 16, 24, 32, 40, 48, 56, 64};
