@@ -586,13 +586,14 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
 
 
 def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None):
-    """Mirror of hopper.cu's slab_width_as_called(): an NT problem with
-    M > N runs as called on the one-slab tiles slab_width would give its
-    swapped problem (N x M, also NT), W columns of N by 64 rows of M; C
-    (fresh, contiguous) 16-byte aligned.  The tile name or None."""
-    if layout != "NT" or M <= N or not swappable16(dtype, M, N, layout, batch):
+    """Mirror of hopper.cu's slab_width_as_called(): an NN / NT problem
+    (a row-major A) with M > N runs as called on the one-slab tiles
+    slab_width would give its swapped problem (N x M) with a K-major B, W
+    columns of N by 64 rows of M; C (fresh, contiguous) 16-byte aligned.
+    The tile name or None."""
+    if M <= N or not swappable16(dtype, M, N, layout, batch):
         return None
-    return slab_rule(N, M, layout, batch, rule, streamk)
+    return slab_rule(N, M, "NT", batch, rule, streamk)
 
 
 def slab_rule(M, N, layout, batch, rule, streamk):
@@ -719,28 +720,29 @@ def check_as_called(monkeypatch, a, b, dtype, shape, layout):
         exact_check(M, N, K, dtype, layout, bias=N % 2 == 0)
 
 
+@pytest.mark.parametrize("layout", ["NN", "NT"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_slab_as_called_rule(monkeypatch, dtype):
-    # A small N with a column-major B (NT) runs as called on the one-slab
-    # tiles the swapped problem (N x M, also NT) would get: SLAB_RULE_SHAPES
+def test_slab_as_called_rule(monkeypatch, dtype, layout):
+    # A small N with a row-major A runs as called on the one-slab tiles the
+    # swapped problem (N x M) would get with a K-major B: SLAB_RULE_SHAPES
     # transposed, their NT column (where C's rows, N long, are 16-byte
-    # aligned); other layouts never.
+    # aligned); a column-major A never.
     for N, M, K, _, nt in SLAB_RULE_SHAPES:
         want = nt if N % 8 == 0 else None
-        assert slab_width_as_called(dtype, M, N, "NT") == want, (M, N)
-        assert slab_width_as_called(dtype, M, N, "NT", rule=True) == want, (M, N)
-        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
-        assert kernel_name(a, b) == expected_name(dtype, M, N, "NT", K=K), (M, N, K)
+        assert slab_width_as_called(dtype, M, N, layout) == want, (M, N)
+        assert slab_width_as_called(dtype, M, N, layout, rule=True) == want, (M, N)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout)
+        assert kernel_name(a, b) == expected_name(dtype, M, N, layout, K=K), (M, N, K)
         if want is not None:
-            assert kernel_name(a, b) == variant_name(dtype, want, "NT"), (M, N, K)
-            check_as_called(monkeypatch, a, b, dtype, (M, N, K, None), "NT")
+            assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N, K)
+            check_as_called(monkeypatch, a, b, dtype, (M, N, K, None), layout)
             with monkeypatch.context() as m:
                 m.setenv("TILED_SM90_SLAB", "0")
                 assert "_64x" not in kernel_name(a, b), (M, N, K)
-    for layout in ("NN", "TN", "TT"):
-        a, b = make_operands(4096, 64, 1024, dtype, "cuda", layout)
-        assert slab_width_as_called(dtype, 4096, 64, layout) is None and "_64x" not in kernel_name(a, b), layout
-    a, b = make_operands(4096, 64, 1024, dtype, "cuda", "NT")
+    for other in ("TN", "TT"):
+        a, b = make_operands(4096, 64, 1024, dtype, "cuda", other)
+        assert slab_width_as_called(dtype, 4096, 64, other) is None and "_64x" not in kernel_name(a, b), other
+    a, b = make_operands(4096, 64, 1024, dtype, "cuda", layout)
     with monkeypatch.context() as m:  # a schedule setting leaves them out
         m.setenv("TILED_SM90_SPLITK", "0")
         assert "_64x" not in kernel_name(a, b)
@@ -760,7 +762,7 @@ def test_slab_as_called_forced(monkeypatch, dtype, layout, width):
     monkeypatch.setenv("TILED_SM90_SLAB", str(width))
     for M, N, K, batch in SLAB_AS_CALLED_SHAPES:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        if layout != "NT" or N % 8:
+        if layout[0] != "N" or N % 8:
             assert "_64x" not in kernel_name(a, b), (M, N, K, batch)
             check(a, b, dtype)
             continue
@@ -771,11 +773,11 @@ def test_slab_as_called_forced(monkeypatch, dtype, layout, width):
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_as_called_over_skinny(monkeypatch, dtype):
     # Dispatch prefers the one-slab tiles as called to the skinny kernel
-    # (which would run a small N swapped) where they apply: NT only, batches
-    # from K = 256; no split, so the same bits every run.
+    # (which would run a small N swapped) where they apply: a row-major A,
+    # batches from K = 256; no split, so the same bits every run.
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     for M, N, K, batch, layout, want in ((4096, 64, 256, None, "NT", "64x32"), (4096, 32, 256, None, "NT", "64x16"),
-                                         (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", None),
+                                         (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", "64x32"),
                                          (4096, 64, 256, None, "TT", None), (4096, 64, 256, 4, "NT", "64x64"),
                                          (4096, 1, 128, 32, "NT", None)):
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)

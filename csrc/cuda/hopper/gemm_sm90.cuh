@@ -172,10 +172,11 @@ struct Sm90Config {
   static constexpr int kConsumers = kOneSlab ? 1 : 2;    // warpgroups doing math
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kABytes = kBM * kBK * kElemBytes;  // 16 KB
-  static constexpr int kBBytes = kBN * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
+  // (A one-slab tile's N-major B is one 64-wide box, whatever kBN.)
+  static constexpr int kBBytes = (kOneSlab ? slab_b_rows(kBN, kBMN) : kBN) * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr Tile kTile = static_cast<Tile>(kBN);  // (a Tile's value is its width)
-  static constexpr int kStages = kOneSlab ? slab_stages(kBN) : tile_stages(kTile);
+  static constexpr int kStages = kOneSlab ? slab_stages(kBN, kBMN) : tile_stages(kTile);
   // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
   // then a 1 KB block with 2 barriers of 8 bytes per stage, then the
   // epilogue scratch (hopper.h).
@@ -193,7 +194,7 @@ struct Sm90Config {
   static_assert(2 * 8 * kStages <= 1024, "barriers fit their block");
   static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpiRowsBytes && kEpiRowsBytes <= epilogue_scratch_bytes(kTile),
                 "epilogue scratch: 8 warps x 16 rows");
-  static_assert(kSmemBytes == (kOneSlab ? slab_smem_bytes(kBN) : tile_smem_bytes(kTile)),
+  static_assert(kSmemBytes == (kOneSlab ? slab_smem_bytes(kBN, kBMN) : tile_smem_bytes(kTile)),
                 "host and kernel agree on shared memory");
   // wgmma has no transpose for tf32: an M-major tf32 A goes through
   // registers (cooperative configs only); an N-major B needs a 16-bit type.
@@ -203,8 +204,8 @@ struct Sm90Config {
                     kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
   static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144-232, one-slab: swapped, K-major B, no cluster");
-  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && !kBMN && kCluster == 1),
-                "one-slab: 16-bit, cooperative whole tiles, K-major B, no cluster");
+  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 && !(kBMN && (kAMN || kTransC_))),
+                "one-slab: 16-bit, cooperative whole tiles, no cluster; an N-major B only as called with a K-major A");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -425,7 +426,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               tma_load_3d(sb, &tmap_b, full, k0, n0, bb, hint_b, policy);
             } else {
 #pragma unroll
-              for (int j = 0; j < kBN / 64; ++j)
+              for (int j = 0; j < (kBN + 63) / 64; ++j)  // (a narrow one-slab tile: one box, its first kBN columns used)
                 tma_load_3d(sb + j * kChunkBytes, &tmap_b, full, n0 + 64 * j, k0, bb, hint_b, policy);
             }
           } else {
@@ -1283,12 +1284,14 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       TILED_SM90_LAYOUTS(256, 1, false, false, true)
     }
     if (c.slab > 0) {
-      // One-slab tiles as called (a small N): a row-major A and a
-      // column-major B only (hopper.cu's slab_width_as_called).
-      if (c.a_mn || c.b_mn) return "sm90: one-slab tiles as called need a row-major A and a column-major B";
+      // One-slab tiles as called (a small N): a row-major A only (hopper.cu's
+      // slab_width_as_called), B either way.
+      if (c.a_mn) return "sm90: one-slab tiles as called need a row-major A";
       switch (c.slab) {
-#define TILED_SM90_SLAB_AS_CALLED(W) \
-  case W: return launch_sm90<Sm90Config<T, W, false, false, 1, false, false, false, true>>(p, dev, stream, c, workspace);
+#define TILED_SM90_SLAB_AS_CALLED(W)                                                                                    \
+  case W:                                                                                                               \
+    if (c.b_mn) return launch_sm90<Sm90Config<T, W, false, true, 1, false, false, false, true>>(p, dev, stream, c, workspace); \
+    return launch_sm90<Sm90Config<T, W, false, false, 1, false, false, false, true>>(p, dev, stream, c, workspace);
         TILED_SM90_SLAB_AS_CALLED(8)
         TILED_SM90_SLAB_AS_CALLED(16)
         TILED_SM90_SLAB_AS_CALLED(24)

@@ -416,6 +416,8 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return best != Tile::k128x256 && schedule_setting_given() ? Tile::k128x256 : best;
 }
 
+[[maybe_unused]] int slab_rule(const Planned& pp, bool b_n_major);  // below
+
 // One-slab tiles for a small M: a 16-bit problem with a row-major A runs
 // swapped on tiles of 64 rows of N by W columns of M (kSlabWidths, one
 // consumer warpgroup), M cut into as many tile columns as still fit one
@@ -442,6 +444,13 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   // (p.M > p.N: one-slab tiles lie along the longer side, so such a problem
   // is slab_width_as_called's.)
   if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.M > p.N || !c_tma_ok(p, 2)) return 0;
+  return slab_rule(pp, p.b.row_major());
+}
+
+// slab_width's rule for a problem that passed its checks; `b_n_major`: its B
+// is N-major (the rule's NN branch).
+int slab_rule(const Planned& pp, bool b_n_major) {
+  const GemmProblem& p = pp.p;
   const char* v = setting("TILED_SM90_SLAB");
   const long forced = v ? std::strtol(v, nullptr, 10) : -1;
   if (forced == 0) return 0;
@@ -454,7 +463,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   // 16x11008x4096 1.01 / 0.94, 8x6144x4096 0.98 / 0.94, 32x14336x4096 0.98 /
   // 0.97; skinny / one-slab, explore e47869d-slabwide).  K-major (NT): the
   // one-slab tiles are (16x8192x4096 0.93 / 0.99, 8x4096x4096 0.98 / 1.03).
-  if (p.b.row_major() && (p.M <= 16 || (p.M <= 32 && rows > sms))) return 0;
+  if (b_n_major && (p.M <= 16 || (p.M <= 32 && rows > sms))) return 0;
   int64_t w;
   if (rows > sms) {
     // More tile rows than SMs: one tile column (M rounded up to 8), where
@@ -494,17 +503,19 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return static_cast<int>(w);
 }
 
-// One-slab tiles for a small N: a 16-bit problem with a row-major A and a
-// column-major B (NT: e.g. a linear layer with few outputs) runs as called on
-// tiles of 64 rows of M by W columns of N.  That is the kernel slab_width
+// One-slab tiles for a small N: a 16-bit problem with a row-major A runs as
+// called on tiles of 64 rows of M by W columns of N.  With a column-major B
+// (NT: e.g. a linear layer with few outputs) that is the kernel slab_width
 // gives the swapped problem `qq` (N x M, also NT): the same operands in the
 // same shared-memory layouts, the same tile order and L2 policy; only C is
-// stored as it is, so the rule is slab_width's, applied to qq (and
-// TILED_SM90_SLAB the same switch).  Returns W, or 0 for none.
+// stored as it is.  A row-major B (NN: e.g. LoRA's dY @ B) arrives as one
+// 64-wide box per k-block, of which wgmma reads the first W columns.  Either
+// way the rule is slab_width's for qq with a K-major B (TILED_SM90_SLAB the
+// same switch).  Returns W, or 0 for none.
 [[maybe_unused]] int slab_width_as_called(const Planned& pp, const Planned& qq) {
   const GemmProblem& p = pp.p;
-  if (p.M <= p.N || !p.a.row_major() || p.b.row_major()) return 0;
-  return slab_width(qq);
+  if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || !p.a.row_major() || !c_tma_ok(p, 2)) return 0;
+  return slab_rule(qq, false);
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
@@ -556,12 +567,12 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     // 0.98-1.00; explore aa65e63).
     w.group_m = slab > 0 && !setting("TILED_SM90_GROUPM") ? 1 : c.group_m;
     w.skip_idle_slabs = c.skip_idle_slabs;
-    // A K-major B; unswapped, only one-slab tiles with a K-major A.
-    if (w.b_mn || (!swapped && (slab == 0 || w.a_mn))) return false;
+    // Swapped: a K-major B; as called, only one-slab tiles with a K-major A.
+    if (swapped ? w.b_mn : slab == 0 || w.a_mn) return false;
     c = w;
   }
   if (dev.max_smem_per_block_optin <
-      static_cast<size_t>(c.slab > 0 ? sm90::slab_smem_bytes(c.slab) : sm90::tile_smem_bytes(c.tile)))
+      static_cast<size_t>(c.slab > 0 ? sm90::slab_smem_bytes(c.slab, c.b_mn) : sm90::tile_smem_bytes(c.tile)))
     return false;
   // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
   // switches it off (such problems are then staged K-major, as before it).

@@ -141,8 +141,9 @@ constexpr int tile_smem_bytes(Tile t) { return ring_smem_bytes(128 + tile_bn(t),
 
 // One-slab tiles (16-bit): 64 rows by W columns, one consumer warpgroup.
 // For a small M (NN / NT) they run swapped: 64 rows of the caller's N by W
-// of its M (hopper.cu, slab_width); for a small N (NT) as called: 64 rows of
-// M by W of N (slab_width_as_called).  Their stages are small
+// of its M (hopper.cu, slab_width); for a small N (NN / NT) as called: 64 rows of
+// M by W of N (slab_width_as_called; NT, and NN with an N-major B read from
+// the first W columns of a 64-wide box).  Their stages are small
 // ((64 + W) x 128 bytes), so the ring holds up to 16 of them next to the TMA
 // store buffers.
 constexpr int kSlabWidths[8] = {8, 16, 24, 32, 40, 48, 56, 64};
@@ -151,8 +152,13 @@ constexpr int slab_width_index(int w) {
     if (kSlabWidths[i] == w) return i;
   return -1;
 }
-constexpr int slab_stages(int w) { return ring_stages(64 + w, kEpiTmaBytes, 16); }
-constexpr int slab_smem_bytes(int w) { return ring_smem_bytes(64 + w, kEpiTmaBytes, 16); }
+// An N-major B (as called, NN) arrives as one 64-wide box whatever W: a
+// stage is then 64 + 64 rows of 128 bytes.
+constexpr int slab_b_rows(int w, bool b_mn) { return b_mn ? 64 : w; }
+constexpr int slab_stages(int w, bool b_mn = false) { return ring_stages(64 + slab_b_rows(w, b_mn), kEpiTmaBytes, 16); }
+constexpr int slab_smem_bytes(int w, bool b_mn = false) {
+  return ring_smem_bytes(64 + slab_b_rows(w, b_mn), kEpiTmaBytes, 16);
+}
 
 // Per-dtype launchers (hopper_bf16.cu, hopper_f16.cu, hopper_tf32.cu).
 // `workspace`: hopper_workspace_bytes(p, dev) bytes, 256-byte aligned (null when 0).
