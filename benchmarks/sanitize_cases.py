@@ -125,11 +125,12 @@ def main():
     # One-slab tiles as called (a small N, row-major A): ragged M (the last
     # tile's rows), ragged N (the last tile's columns), a batch, more tiles
     # than SMs, one k-block; the register epilogue (narrow widths) and TMA
-    # boxes (64 columns).
-    failures += sm90_cases(((4096, 64, 4096, 1, {"TILED_SM90_SLAB": "1"}), (1000, 64, 136, 1, {"TILED_SM90_SLAB": "32"}),
+    # boxes (64 columns).  Kept small: racecheck of 4096x64x4096 here did
+    # not finish with the rest in 210 s.
+    failures += sm90_cases(((2048, 64, 256, 1, {"TILED_SM90_SLAB": "1"}), (1000, 64, 136, 1, {"TILED_SM90_SLAB": "32"}),
                             (264, 40, 200, 3, {"TILED_SM90_SLAB": "24"}), (136, 72, 72, 1, {"TILED_SM90_SLAB": "40"}),
                             (9000, 104, 72, 1, {"TILED_SM90_SLAB": "48"}), (200, 136, 520, 1, {"TILED_SM90_SLAB": "56"}),
-                            (72, 64, 64, 2, {"TILED_SM90_SLAB": "64"}), (4096, 8, 64, 1, {"TILED_SM90_SLAB": "8"}),
+                            (72, 64, 64, 2, {"TILED_SM90_SLAB": "64"}), (1024, 8, 64, 1, {"TILED_SM90_SLAB": "8"}),
                             (2000, 48, 200, 1, {"TILED_SM90_SLAB": "16"})),
                            torch.bfloat16, "sm90 one-slab as called", bias=True, name_prefix="sm90_bf16_64x",
                            lays=("NT", "NN"))
