@@ -578,7 +578,7 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     w.group_m = slab > 0 && !setting("TILED_SM90_GROUPM") ? 1 : c.group_m;
     w.skip_idle_slabs = c.skip_idle_slabs;
     // Swapped: a K-major B; as called, only one-slab tiles with a K-major A.
-    if (swapped ? w.b_mn : slab == 0 || w.a_mn) return false;
+    if (swapped ? w.b_mn : (slab == 0 || w.a_mn)) return false;
     c = w;
   }
   if (dev.max_smem_per_block_optin <
