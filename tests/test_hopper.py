@@ -589,12 +589,12 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None)
     """Mirror of hopper.cu's slab_width_as_called(): an NN / NT problem
     (a row-major A) with M > N runs as called on the one-slab tiles
     slab_width would give its swapped problem (N x M) with a K-major B, W
-    columns of N by 64 rows of M, NN only from W = 16; C (fresh, contiguous)
-    16-byte aligned.  The tile name or None."""
+    columns of N by 64 rows of M, NN only for W = 16, 32 or 64; C (fresh,
+    contiguous) 16-byte aligned.  The tile name or None."""
     if M <= N or not swappable16(dtype, M, N, layout, batch):
         return None
     tile = slab_rule(N, M, "NT", batch, rule, streamk)
-    return None if tile == "64x8" and layout == "NN" else tile
+    return None if layout == "NN" and tile not in (None, "64x16", "64x32", "64x64") else tile
 
 
 def slab_rule(M, N, layout, batch, rule, streamk):
@@ -727,9 +727,9 @@ def test_slab_as_called_rule(monkeypatch, dtype, layout):
     # A small N with a row-major A runs as called on the one-slab tiles the
     # swapped problem (N x M) would get with a K-major B: SLAB_RULE_SHAPES
     # transposed, their NT column (where C's rows, N long, are 16-byte
-    # aligned; NN from 16 columns); a column-major A never.
+    # aligned; NN only 16, 32 or 64 wide); a column-major A never.
     for N, M, K, _, nt in SLAB_RULE_SHAPES:
-        want = nt if N % 8 == 0 and not (layout == "NN" and nt == "64x8") else None
+        want = nt if N % 8 == 0 and (layout == "NT" or nt in ("64x16", "64x32", "64x64")) else None
         assert slab_width_as_called(dtype, M, N, layout) == want, (M, N)
         assert slab_width_as_called(dtype, M, N, layout, rule=True) == want, (M, N)
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
@@ -779,7 +779,7 @@ def test_slab_as_called_over_skinny(monkeypatch, dtype):
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     for M, N, K, batch, layout, want in ((4096, 64, 256, None, "NT", "64x32"), (4096, 32, 256, None, "NT", "64x16"),
                                          (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", "64x32"),
-                                         (4096, 16, 256, None, "NN", None),
+                                         (4096, 16, 256, None, "NN", None), (4096, 48, 256, None, "NN", None),
                                          (4096, 64, 256, None, "TT", None), (4096, 64, 256, 4, "NT", "64x64"),
                                          (4096, 1, 128, 32, "NT", None)):
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)

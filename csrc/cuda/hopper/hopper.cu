@@ -511,21 +511,24 @@ int slab_rule(const Planned& pp, bool b_n_major) {
 // stored as it is.  A row-major B (NN: e.g. LoRA's dY @ B) arrives as one
 // 64-wide box per k-block, of which wgmma reads the first W columns.  Either
 // way the rule is slab_width's for qq with a K-major B (TILED_SM90_SLAB the
-// same switch), except that NN takes no tile under 16 columns by the rule:
-// an 8-column tile loads 8 times the B it uses, doubling a stage's bytes
-// (H100, bf16, skinny swapped / one-slab: 4096x16x4096 NN 0.94-0.96 / 0.64,
-// 4096x8x4096 0.93-0.94 / 0.71-0.72; 16 columns: 4096x32x4096 0.81-0.82 /
-// 0.85-0.87, 2048x64x4096 0.71-0.72 / 0.72, 14336x16x4096 1.02-1.03 / 1.04;
-// 32-64 columns as NT: 4096x64x4096 0.77-0.78 / 1.03, 8192x64x4096 0.79 /
-// 1.13, 4096x128x4096 0.98-0.99 (128x64) / 1.10; explore 3ebaf51-smalln-nn).
-// Returns W, or 0 for none.
+// same switch), except that NN takes by the rule only tiles of 16, 32 or 64
+// columns: an 8-column tile loads 8 times the B it uses, doubling a stage's
+// bytes, and a tile whose columns start off a 32-byte boundary (24, 40, 48,
+// 56 wide) loses too (H100, bf16, as before / one-slab: 4096x16x4096 NN
+// 0.94-0.96 (skinny) / 0.64, 4096x8x4096 0.93-0.94 / 0.71-0.72;
+// 4096x48x4096 (W 24) 0.87 / 0.67, 4096x72x4096 (W 40) 0.88 (128x64) / 0.78,
+// 4096x96x4096 (W 48) 1.04 / 0.96, 4096x112x4096 (W 56) 1.00 / 0.82;
+// 16 columns: 4096x32x4096 0.81-0.82 / 0.85-0.87, 2048x64x4096 0.71-0.72 /
+// 0.72, 14336x16x4096 1.02-1.03 / 1.04; 32 and 64 as NT: 4096x64x4096
+// 0.77-0.78 / 1.03, 8192x64x4096 0.79 / 1.13, 4096x128x4096 0.98-0.99 / 1.10;
+// explore 3ebaf51-smalln-nn, 87e3624-smalln-widths).  Returns W, or 0 for none.
 [[maybe_unused]] int slab_width_as_called(const Planned& pp, const Planned& qq) {
   const GemmProblem& p = pp.p;
   if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || !p.a.row_major() || !c_tma_ok(p, 2)) return 0;
   const int w = slab_rule(qq, false);
   const char* v = setting("TILED_SM90_SLAB");
   const bool forced = v && std::strtol(v, nullptr, 10) > 1;
-  return p.b.row_major() && w < 16 && !forced ? 0 : w;
+  return p.b.row_major() && w != 16 && w != 32 && w != 64 && !forced ? 0 : w;
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
