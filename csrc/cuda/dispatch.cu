@@ -75,7 +75,7 @@ enum class Family { skinny, hopper, simt_fast, simt_general };
 bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
   if (setting("TILED_SKINNY_MAXM") || disabled("hopper")) return false;
   // A small N (the skinny kernel would run it swapped): the one-slab tiles
-  // as called where they apply (a row-major A; NN from 16 columns: hopper.cu's
+  // as called where they apply (a row-major A; NN 16, 32 or 64 wide: hopper.cu's
   // slab_width_as_called), batches from K = 256 as below.
   if (p.M > 64) return p.N <= 64 && (p.batch == 1 || p.K >= 256) && hopper_one_slab(p, dev);
   if (p.batch != 1) return p.K >= 256 && hopper_one_slab(p, dev);
