@@ -582,7 +582,7 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     The tile name ("64x32") or None."""
     if not swappable16(dtype, M, N, layout, batch) or M > N:
         return None
-    return slab_rule(M, N, layout, batch, rule, streamk)
+    return slab_rule(M, N, layout[1] == "N", batch, rule, streamk)
 
 
 def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None):
@@ -593,17 +593,17 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None)
     contiguous) 16-byte aligned.  The tile name or None."""
     if M <= N or not swappable16(dtype, M, N, layout, batch):
         return None
-    tile = slab_rule(N, M, "NT", batch, rule, streamk)
+    tile = slab_rule(N, M, False, batch, rule, streamk)
     return None if layout == "NN" and tile not in (None, "64x16", "64x32", "64x64") else tile
 
 
-def slab_rule(M, N, layout, batch, rule, streamk):
-    """slab_width's rule for a problem of M <= N (layout[1]: its B's)."""
+def slab_rule(M, N, b_n_major, batch, rule, streamk):
+    """slab_width's rule for a problem of M <= N whose B is N-major or not."""
     if streamk is not None and not rule:
         return None  # (rule: TILED_SM90_SLAB=1 also with a schedule setting)
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms, rows = num_sms(), cdiv(N, 64) * batch
-    if M > 128 or (layout[1] == "N" and (M <= 16 or (M <= 32 and rows > sms))):
+    if M > 128 or (b_n_major and (M <= 16 or (M <= 32 and rows > sms))):
         return None
     if rows > sms:
         waves = cdiv(rows, sms)

@@ -73,12 +73,12 @@ enum class Family { skinny, hopper, simt_fast, simt_general };
 // 32 x 1x4096x128 NT 0.95 / 0.92 (two k-blocks a tile; explore
 // c8bd9da-batched-smallm).
 bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
-  if (setting("TILED_SKINNY_MAXM") || disabled("hopper")) return false;
-  // A small N (the skinny kernel would run it swapped): the one-slab tiles
-  // as called where they apply (a row-major A; NN 16, 32 or 64 wide: hopper.cu's
-  // slab_width_as_called), batches from K = 256 as below.
-  if (p.M > 64) return p.N <= 64 && (p.batch == 1 || p.K >= 256) && hopper_one_slab(p, dev);
+  if ((p.M > 64 && p.N > 64) || setting("TILED_SKINNY_MAXM") || disabled("hopper")) return false;
   if (p.batch != 1) return p.K >= 256 && hopper_one_slab(p, dev);
+  // A small N (the skinny kernel would run it swapped): the one-slab tiles
+  // as called where they apply (a row-major A; NN 16, 32 or 64 wide:
+  // hopper.cu's slab_width_as_called).
+  if (p.M > 64) return hopper_one_slab(p, dev);
   return hopper_one_slab(p, dev) || (p.M > 32 && p.N >= 6144 && hopper_can_run(p, dev));
 }
 

@@ -181,6 +181,9 @@ struct Sm90Config {
   // then a 1 KB block with 2 barriers of 8 bytes per stage, then the
   // epilogue scratch (hopper.h).
   static constexpr bool kTmaEpilogue = kOneSlab || tile_tma_epilogue(kTile);
+  // A row of C tiles splits into whole 128-byte TMA boxes (not so the
+  // narrower one-slab tiles as called: their stores go through registers).
+  static constexpr bool kWholeCBoxes = kBN_ % (128 / static_cast<int>(sizeof(T))) == 0;
   // Registers per thread after setmaxnreg.  The CTA launches with 384 x 168
   // (__launch_bounds__(384, 1)) and setmaxnreg only moves registers within
   // that pool: an .inc waits until .decs have freed enough, so a split that
@@ -703,7 +706,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // until TMA has read the box stored from it two boxes ago (possibly in
       // the previous tile).  (Whole boxes only: the host leaves args.c_tma
       // off for the narrower one-slab tiles.)
-      if constexpr (Cfg::kTmaEpilogue && kBN % (128 / Cfg::kElemBytes) == 0) {
+      if constexpr (Cfg::kTmaEpilogue && Cfg::kWholeCBoxes) {
         if (args.c_tma) {
           constexpr int kBoxCols = 128 / Cfg::kElemBytes;  // 64 bf16 / f16, 32 fp32
           constexpr int kBoxes = kBN / kBoxCols;
@@ -1170,7 +1173,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
   if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144 ... 128x232 and one-slab tiles run swapped only";
   CUtensorMap map_c{};
-  if (Cfg::kTmaEpilogue && (c.c_trans || Cfg::kBN % (128 / es) == 0) && !checked_only &&
+  if (Cfg::kTmaEpilogue && (c.c_trans || Cfg::kWholeCBoxes) && !checked_only &&
       !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
     OperandMapSpec sc{};
     sc.dtype = tma_dtype<T>();
@@ -1236,6 +1239,22 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   }
 }
 
+// The one-slab kernel of width `w` (hopper.h's kSlabWidths, from index I
+// on), with the given layouts and C orientation.
+template <class T, bool kAMN, bool kBMN, bool kTransC, int I = 0>
+const char* launch_one_slab(int w, const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, const Choice& c,
+                            void* workspace) {
+  constexpr int kN = static_cast<int>(sizeof(kSlabWidths) / sizeof(kSlabWidths[0]));
+  if constexpr (I == kN) {
+    return "sm90: no one-slab kernel of that width";
+  } else {
+    constexpr int W = kSlabWidths[I];
+    if (w == W)
+      return launch_sm90<Sm90Config<T, W, kAMN, kBMN, 1, false, false, kTransC, true>>(p, dev, stream, c, workspace);
+    return launch_one_slab<T, kAMN, kBMN, kTransC, I + 1>(w, p, dev, stream, c, workspace);
+  }
+}
+
 // One dtype's instantiations, selected by the host-side Choice.  Each dtype
 // file (hopper_bf16.cu, ...) instantiates this once.
 template <class T>
@@ -1255,27 +1274,22 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       if (c.slab > 0 || tile_swapped_only(c.tile)) {
         // K-major B only (the caller's row-major A), no cluster.
         if (c.b_mn) return "sm90: swapped-only tiles (128x144 ... 128x232, one-slab) need a K-major B";
-        const int bn = c.slab > 0 ? c.slab : tile_bn(c.tile);
-#define TILED_SM90_SWAPPED_ONLY(BN, SLAB)                                                                           \
-  if (bn == BN && (c.slab > 0) == SLAB) {                                                                           \
-    if (c.a_mn) return launch_sm90<Sm90Config<T, BN, true, false, 1, false, false, true, SLAB>>(p, dev, stream, c, workspace); \
-    return launch_sm90<Sm90Config<T, BN, false, false, 1, false, false, true, SLAB>>(p, dev, stream, c, workspace);       \
+        if (c.slab > 0)
+          return c.a_mn ? launch_one_slab<T, true, false, true>(c.slab, p, dev, stream, c, workspace)
+                        : launch_one_slab<T, false, false, true>(c.slab, p, dev, stream, c, workspace);
+        const int bn = tile_bn(c.tile);
+#define TILED_SM90_SWAPPED_ONLY(BN)                                                                                 \
+  if (bn == BN) {                                                                                                   \
+    if (c.a_mn) return launch_sm90<Sm90Config<T, BN, true, false, 1, false, false, true>>(p, dev, stream, c, workspace); \
+    return launch_sm90<Sm90Config<T, BN, false, false, 1, false, false, true>>(p, dev, stream, c, workspace);       \
   }
-        TILED_SM90_SWAPPED_ONLY(144, false)
-        TILED_SM90_SWAPPED_ONLY(160, false)
-        TILED_SM90_SWAPPED_ONLY(176, false)
-        TILED_SM90_SWAPPED_ONLY(200, false)
-        TILED_SM90_SWAPPED_ONLY(208, false)
-        TILED_SM90_SWAPPED_ONLY(224, false)
-        TILED_SM90_SWAPPED_ONLY(232, false)
-        TILED_SM90_SWAPPED_ONLY(8, true)
-        TILED_SM90_SWAPPED_ONLY(16, true)
-        TILED_SM90_SWAPPED_ONLY(24, true)
-        TILED_SM90_SWAPPED_ONLY(32, true)
-        TILED_SM90_SWAPPED_ONLY(40, true)
-        TILED_SM90_SWAPPED_ONLY(48, true)
-        TILED_SM90_SWAPPED_ONLY(56, true)
-        TILED_SM90_SWAPPED_ONLY(64, true)
+        TILED_SM90_SWAPPED_ONLY(144)
+        TILED_SM90_SWAPPED_ONLY(160)
+        TILED_SM90_SWAPPED_ONLY(176)
+        TILED_SM90_SWAPPED_ONLY(200)
+        TILED_SM90_SWAPPED_ONLY(208)
+        TILED_SM90_SWAPPED_ONLY(224)
+        TILED_SM90_SWAPPED_ONLY(232)
 #undef TILED_SM90_SWAPPED_ONLY
         return "sm90: no swapped-only kernel of that width";
       }
@@ -1287,22 +1301,8 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       // One-slab tiles as called (a small N): a row-major A only (hopper.cu's
       // slab_width_as_called), B either way.
       if (c.a_mn) return "sm90: one-slab tiles as called need a row-major A";
-      switch (c.slab) {
-#define TILED_SM90_SLAB_AS_CALLED(W)                                                                                    \
-  case W:                                                                                                               \
-    if (c.b_mn) return launch_sm90<Sm90Config<T, W, false, true, 1, false, false, false, true>>(p, dev, stream, c, workspace); \
-    return launch_sm90<Sm90Config<T, W, false, false, 1, false, false, false, true>>(p, dev, stream, c, workspace);
-        TILED_SM90_SLAB_AS_CALLED(8)
-        TILED_SM90_SLAB_AS_CALLED(16)
-        TILED_SM90_SLAB_AS_CALLED(24)
-        TILED_SM90_SLAB_AS_CALLED(32)
-        TILED_SM90_SLAB_AS_CALLED(40)
-        TILED_SM90_SLAB_AS_CALLED(48)
-        TILED_SM90_SLAB_AS_CALLED(56)
-        TILED_SM90_SLAB_AS_CALLED(64)
-#undef TILED_SM90_SLAB_AS_CALLED
-        default: return "sm90: no one-slab kernel of that width";
-      }
+      return c.b_mn ? launch_one_slab<T, false, true, false>(c.slab, p, dev, stream, c, workspace)
+                    : launch_one_slab<T, false, false, false>(c.slab, p, dev, stream, c, workspace);
     }
     if (c.tile == Tile::k128x256) {
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)

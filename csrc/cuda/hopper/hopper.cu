@@ -416,7 +416,12 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return best != Tile::k128x256 && schedule_setting_given() ? Tile::k128x256 : best;
 }
 
-[[maybe_unused]] int slab_rule(const Planned& pp, bool b_n_major);  // below
+// TILED_SM90_SLAB as a number (-1 unset): 0 never, 1 the rule even next to
+// a schedule setting, a width forces it.
+[[maybe_unused]] long slab_setting() {
+  const char* v = setting("TILED_SM90_SLAB");
+  return v ? std::strtol(v, nullptr, 10) : -1;
+}
 
 // One-slab tiles for a small M: a 16-bit problem with a row-major A runs
 // swapped on tiles of 64 rows of N by W columns of M (kSlabWidths, one
@@ -439,20 +444,11 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // allow it, =1: the rule even next to the settings below; with it unset, a
 // setting that shapes the schedule as called (as for swap_width) leaves
 // these tiles out.
-[[maybe_unused]] int slab_width(const Planned& pp) {
+// slab_rule: the rule for a problem that passed slab_width's checks (or
+// slab_width_as_called's); `b_n_major`: its B is N-major (the NN branch).
+[[maybe_unused]] int slab_rule(const Planned& pp, bool b_n_major) {
   const GemmProblem& p = pp.p;
-  // (p.M > p.N: one-slab tiles lie along the longer side, so such a problem
-  // is slab_width_as_called's.)
-  if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.M > p.N || !c_tma_ok(p, 2)) return 0;
-  return slab_rule(pp, p.b.row_major());
-}
-
-// slab_width's rule for a problem that passed its checks; `b_n_major`: its B
-// is N-major (the rule's NN branch).
-int slab_rule(const Planned& pp, bool b_n_major) {
-  const GemmProblem& p = pp.p;
-  const char* v = setting("TILED_SM90_SLAB");
-  const long forced = v ? std::strtol(v, nullptr, 10) : -1;
+  const long forced = slab_setting();
   if (forced == 0) return 0;
   if (forced > 1) return slab_width_index(static_cast<int>(forced)) >= 0 ? static_cast<int>(forced) : 0;
   const int64_t sms = sm_count(pp.dev);
@@ -503,6 +499,15 @@ int slab_rule(const Planned& pp, bool b_n_major) {
   return static_cast<int>(w);
 }
 
+// slab_width: the rule's checks for a small M run swapped.
+[[maybe_unused]] int slab_width(const Planned& pp) {
+  const GemmProblem& p = pp.p;
+  // (p.M > p.N: one-slab tiles lie along the longer side, so such a problem
+  // is slab_width_as_called's.)
+  if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.M > p.N || !c_tma_ok(p, 2)) return 0;
+  return slab_rule(pp, p.b.row_major());
+}
+
 // One-slab tiles for a small N: a 16-bit problem with a row-major A runs as
 // called on tiles of 64 rows of M by W columns of N.  With a column-major B
 // (NT: e.g. a linear layer with few outputs) that is the kernel slab_width
@@ -526,9 +531,7 @@ int slab_rule(const Planned& pp, bool b_n_major) {
   const GemmProblem& p = pp.p;
   if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || !p.a.row_major() || !c_tma_ok(p, 2)) return 0;
   const int w = slab_rule(qq, false);
-  const char* v = setting("TILED_SM90_SLAB");
-  const bool forced = v && std::strtol(v, nullptr, 10) > 1;
-  return p.b.row_major() && w != 16 && w != 32 && w != 64 && !forced ? 0 : w;
+  return p.b.row_major() && w != 16 && w != 32 && w != 64 && slab_setting() <= 1 ? 0 : w;
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
