@@ -122,7 +122,7 @@ def main():
                             (100, 9000, 72, 1, {"TILED_SM90_SLAB": "48"}), (130, 200, 520, 1, {"TILED_SM90_SLAB": "56"}),
                             (64, 72, 64, 2, {"TILED_SM90_SLAB": "64"})),
                            torch.bfloat16, "sm90 one-slab", bias=True, name_prefix="sm90_bf16")
-    # One-slab tiles as called (a small N, row-major A): ragged M (the last
+    # One-slab tiles as called (a small N; NN, NT, TN): ragged M (the last
     # tile's rows), ragged N (the last tile's columns), a batch, more tiles
     # than SMs, one k-block; the register epilogue (narrow widths) and TMA
     # boxes (64 columns).  Kept small: racecheck of 4096x64x4096 here did
@@ -133,7 +133,7 @@ def main():
                             (72, 64, 64, 2, {"TILED_SM90_SLAB": "64"}), (1024, 8, 64, 1, {"TILED_SM90_SLAB": "8"}),
                             (2000, 48, 200, 1, {"TILED_SM90_SLAB": "16"})),
                            torch.bfloat16, "sm90 one-slab as called", bias=True, name_prefix="sm90_bf16_64x",
-                           lays=("NT", "NN"))
+                           lays=("NT", "NN", "TN"))
     for step in range(1, 9):
         a = torch.randn(65, 63, device="cuda", dtype=torch.float32)
         b = torch.randn(63, 129, device="cuda", dtype=torch.float32)

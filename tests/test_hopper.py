@@ -586,15 +586,16 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
 
 
 def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None):
-    """Mirror of hopper.cu's slab_width_as_called(): an NN / NT problem
-    (a row-major A) with M > N runs as called on the one-slab tiles
-    slab_width would give its swapped problem (N x M) with a K-major B, W
-    columns of N by 64 rows of M, NN only for W = 16, 32 or 64; C (fresh,
-    contiguous) 16-byte aligned.  The tile name or None."""
-    if M <= N or not swappable16(dtype, M, N, layout, batch):
+    """Mirror of hopper.cu's slab_width_as_called(): an NN / NT / TN problem
+    (TT: none) with M > N runs as called on the one-slab tiles slab_width
+    would give its swapped problem (N x M) with a K-major B, W columns of N
+    by 64 rows of M, an N-major B (NN, TN) only for W = 16, 32 or 64; C
+    (fresh, contiguous) 16-byte aligned, a column-major A's rows too
+    (M % 8 == 0).  The tile name or None."""
+    if M <= N or layout == "TT" or (layout[0] == "T" and M % 8) or not swappable16(dtype, M, N, "N" + layout[1], batch):
         return None
     tile = slab_rule(N, M, False, batch, rule, streamk)
-    return None if layout == "NN" and tile not in (None, "64x16", "64x32", "64x64") else tile
+    return None if layout[1] == "N" and tile not in (None, "64x16", "64x32", "64x64") else tile
 
 
 def slab_rule(M, N, b_n_major, batch, rule, streamk):
@@ -721,13 +722,13 @@ def check_as_called(monkeypatch, a, b, dtype, shape, layout):
         exact_check(M, N, K, dtype, layout, bias=N % 2 == 0)
 
 
-@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_as_called_rule(monkeypatch, dtype, layout):
-    # A small N with a row-major A runs as called on the one-slab tiles the
-    # swapped problem (N x M) would get with a K-major B: SLAB_RULE_SHAPES
-    # transposed, their NT column (where C's rows, N long, are 16-byte
-    # aligned; NN only 16, 32 or 64 wide); a column-major A never.
+    # A small N runs as called on the one-slab tiles the swapped problem
+    # (N x M) would get with a K-major B: SLAB_RULE_SHAPES transposed, their
+    # NT column (where C's rows, N long, are 16-byte aligned; an N-major B
+    # (NN, TN) only 16, 32 or 64 wide); TT never.
     for N, M, K, _, nt in SLAB_RULE_SHAPES:
         want = nt if N % 8 == 0 and (layout == "NT" or nt in ("64x16", "64x32", "64x64")) else None
         assert slab_width_as_called(dtype, M, N, layout) == want, (M, N)
@@ -740,9 +741,8 @@ def test_slab_as_called_rule(monkeypatch, dtype, layout):
             with monkeypatch.context() as m:
                 m.setenv("TILED_SM90_SLAB", "0")
                 assert "_64x" not in kernel_name(a, b), (M, N, K)
-    for other in ("TN", "TT"):
-        a, b = make_operands(4096, 64, 1024, dtype, "cuda", other)
-        assert slab_width_as_called(dtype, 4096, 64, other) is None and "_64x" not in kernel_name(a, b), other
+    a, b = make_operands(4096, 64, 1024, dtype, "cuda", "TT")
+    assert slab_width_as_called(dtype, 4096, 64, "TT") is None and "_64x" not in kernel_name(a, b)
     a, b = make_operands(4096, 64, 1024, dtype, "cuda", layout)
     with monkeypatch.context() as m:  # a schedule setting leaves them out
         m.setenv("TILED_SM90_SPLITK", "0")
@@ -763,7 +763,7 @@ def test_slab_as_called_forced(monkeypatch, dtype, layout, width):
     monkeypatch.setenv("TILED_SM90_SLAB", str(width))
     for M, N, K, batch in SLAB_AS_CALLED_SHAPES:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        if layout[0] != "N" or N % 8:
+        if layout == "TT" or N % 8:
             assert "_64x" not in kernel_name(a, b), (M, N, K, batch)
             check(a, b, dtype)
             continue
@@ -774,12 +774,13 @@ def test_slab_as_called_forced(monkeypatch, dtype, layout, width):
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_as_called_over_skinny(monkeypatch, dtype):
     # Dispatch prefers the one-slab tiles as called to the skinny kernel
-    # (which would run a small N swapped) where they apply: a row-major A,
-    # batches from K = 256; no split, so the same bits every run.
+    # (which would run a small N swapped) where they apply: NN, NT, TN (not
+    # TT), batches from K = 256; no split, so the same bits every run.
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     for M, N, K, batch, layout, want in ((4096, 64, 256, None, "NT", "64x32"), (4096, 32, 256, None, "NT", "64x16"),
                                          (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", "64x32"),
                                          (4096, 16, 256, None, "NN", None), (4096, 48, 256, None, "NN", None),
+                                         (4096, 64, 256, None, "TN", "64x32"), (8192, 64, 256, 2, "TN", "64x64"),
                                          (4096, 64, 256, None, "TT", None), (4096, 64, 256, 4, "NT", "64x64"),
                                          (4096, 1, 128, 32, "NT", None)):
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)

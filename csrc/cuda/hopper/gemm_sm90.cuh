@@ -207,8 +207,10 @@ struct Sm90Config {
                     kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
   static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144-232, one-slab: swapped, K-major B, no cluster");
-  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 && !(kBMN && (kAMN || kTransC_))),
-                "one-slab: 16-bit, cooperative whole tiles, no cluster; an N-major B only as called with a K-major A");
+  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 && !(kBMN && kTransC_) &&
+                              !(kAMN && !kBMN && !kTransC_)),
+                "one-slab: 16-bit, cooperative whole tiles, no cluster; an N-major B only as called, an M-major A "
+                "as called only next to it");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -1298,9 +1300,10 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       TILED_SM90_LAYOUTS(256, 1, false, false, true)
     }
     if (c.slab > 0) {
-      // One-slab tiles as called (a small N): a row-major A only (hopper.cu's
-      // slab_width_as_called), B either way.
-      if (c.a_mn) return "sm90: one-slab tiles as called need a row-major A";
+      // One-slab tiles as called (a small N; hopper.cu's
+      // slab_width_as_called): NN, NT and TN.
+      if (c.a_mn && !c.b_mn) return "sm90: one-slab tiles as called: no TT kernels";
+      if (c.a_mn) return launch_one_slab<T, true, true, false>(c.slab, p, dev, stream, c, workspace);
       return c.b_mn ? launch_one_slab<T, false, true, false>(c.slab, p, dev, stream, c, workspace)
                     : launch_one_slab<T, false, false, false>(c.slab, p, dev, stream, c, workspace);
     }

@@ -529,7 +529,8 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // explore 3ebaf51-smalln-nn, 87e3624-smalln-widths).  Returns W, or 0 for none.
 [[maybe_unused]] int slab_width_as_called(const Planned& pp, const Planned& qq) {
   const GemmProblem& p = pp.p;
-  if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || !p.a.row_major() || !c_tma_ok(p, 2)) return 0;
+  if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || (!p.a.row_major() && !p.b.row_major()) || !c_tma_ok(p, 2))
+    return 0;
   const int w = slab_rule(qq, false);
   return p.b.row_major() && w != 16 && w != 32 && w != 64 && slab_setting() <= 1 ? 0 : w;
 }
@@ -583,8 +584,9 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     // 0.98-1.00; explore aa65e63).
     w.group_m = slab > 0 && !setting("TILED_SM90_GROUPM") ? 1 : c.group_m;
     w.skip_idle_slabs = c.skip_idle_slabs;
-    // Swapped: a K-major B; as called, only one-slab tiles with a K-major A.
-    if (swapped ? w.b_mn : (slab == 0 || w.a_mn)) return false;
+    // Swapped: a K-major B; as called, only one-slab tiles, an M-major A
+    // only next to an N-major B (TN).
+    if (swapped ? w.b_mn : (slab == 0 || (w.a_mn && !w.b_mn))) return false;
     c = w;
   }
   if (dev.max_smem_per_block_optin <
