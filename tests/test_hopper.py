@@ -595,7 +595,17 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None)
     if M <= N or layout == "TT" or (layout[0] == "T" and M % 8) or not swappable16(dtype, M, N, "N" + layout[1], batch):
         return None
     tile = slab_rule(N, M, False, batch, rule, streamk)
-    return None if layout[1] == "N" and tile not in (None, "64x16", "64x32", "64x64") else tile
+    return tile if layout[1] == "T" else n_major_slab(tile, N, layout)
+
+
+def n_major_slab(tile, N, layout):
+    """The rule's tile for an N-major B (NN, TN): none where B's rows are
+    not 32-byte multiples (N % 16), 24-48 columns rounded up to 64, TN not
+    16 wide, 8 and 56 wide never."""
+    if tile is None or N % 16:
+        return None
+    return {"64x16": None if layout == "TN" else "64x16", "64x32": "64x32", "64x64": "64x64",
+            "64x24": "64x64", "64x40": "64x64", "64x48": "64x64"}.get(tile)
 
 
 def slab_rule(M, N, b_n_major, batch, rule, streamk):
@@ -730,7 +740,7 @@ def test_slab_as_called_rule(monkeypatch, dtype, layout):
     # NT column (where C's rows, N long, are 16-byte aligned; an N-major B
     # (NN, TN) only 16, 32 or 64 wide); TT never.
     for N, M, K, _, nt in SLAB_RULE_SHAPES:
-        want = nt if N % 8 == 0 and (layout == "NT" or nt in ("64x16", "64x32", "64x64")) else None
+        want = None if N % 8 else nt if layout == "NT" else n_major_slab(nt, N, layout)
         assert slab_width_as_called(dtype, M, N, layout) == want, (M, N)
         assert slab_width_as_called(dtype, M, N, layout, rule=True) == want, (M, N)
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
@@ -779,8 +789,10 @@ def test_slab_as_called_over_skinny(monkeypatch, dtype):
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     for M, N, K, batch, layout, want in ((4096, 64, 256, None, "NT", "64x32"), (4096, 32, 256, None, "NT", "64x16"),
                                          (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", "64x32"),
-                                         (4096, 16, 256, None, "NN", None), (4096, 48, 256, None, "NN", None),
+                                         (4096, 16, 256, None, "NN", None), (4096, 48, 256, None, "NN", "64x64"),
+                                         (4096, 40, 256, None, "NN", None), (4096, 112, 256, None, "NN", None),
                                          (4096, 64, 256, None, "TN", "64x32"), (8192, 64, 256, 2, "TN", "64x64"),
+                                         (14336, 16, 256, None, "TN", None), (8192, 48, 256, None, "TN", "64x64"),
                                          (4096, 64, 256, None, "TT", None), (4096, 64, 256, 4, "NT", "64x64"),
                                          (4096, 1, 128, 32, "NT", None)):
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)

@@ -249,8 +249,8 @@ def plan(device, quick):
     shapes = QUICK_SHAPES if quick else GPU_SHAPES
     cases = [("gemm", s, d, "NN") for d in DTYPES for s in shapes]
     cases += [("gemm", (4096, 4096, 4096), d, lay) for d in DTYPES for lay in ("NT", "TN", "TT")]
-    if not quick:  # a small N: a head / router (x @ W.T, NT) and LoRA's backward dY @ B (NN)
-        cases += [("gemm", (4096, 64, 4096), d, lay) for d in ("bf16", "fp16") for lay in ("NT", "NN")]
+    if not quick:  # a small N: a head / router (x @ W.T, NT), LoRA's backward dY @ B (NN), its dW (TN)
+        cases += [("gemm", (4096, 64, 4096), d, lay) for d in ("bf16", "fp16") for lay in ("NT", "NN", "TN")]
     lin = LINEAR_SHAPES[:1] if quick else LINEAR_SHAPES
     cases += [("linear", s, "bf16", "NT") for s in lin]
     cases += [(k, (64, 64, 64), "fp32", "NN") for k in ("gemm_call", "linear_call", "linear_fwd_bwd_call")]

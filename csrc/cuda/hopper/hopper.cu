@@ -508,31 +508,50 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return slab_rule(pp, p.b.row_major());
 }
 
-// One-slab tiles for a small N: a 16-bit problem with a row-major A runs as
+// One-slab tiles for a small N: a 16-bit NN, NT or TN problem runs as
 // called on tiles of 64 rows of M by W columns of N.  With a column-major B
 // (NT: e.g. a linear layer with few outputs) that is the kernel slab_width
 // gives the swapped problem `qq` (N x M, also NT): the same operands in the
 // same shared-memory layouts, the same tile order and L2 policy; only C is
-// stored as it is.  A row-major B (NN: e.g. LoRA's dY @ B) arrives as one
-// 64-wide box per k-block, of which wgmma reads the first W columns.  Either
-// way the rule is slab_width's for qq with a K-major B (TILED_SM90_SLAB the
-// same switch), except that NN takes by the rule only tiles of 16, 32 or 64
-// columns: an 8-column tile loads 8 times the B it uses, doubling a stage's
-// bytes, and a tile whose columns start off a 32-byte boundary (24, 40, 48,
-// 56 wide) loses too (H100, bf16, as before / one-slab: 4096x16x4096 NN
-// 0.94-0.96 (skinny) / 0.64, 4096x8x4096 0.93-0.94 / 0.71-0.72;
-// 4096x48x4096 (W 24) 0.87 / 0.67, 4096x72x4096 (W 40) 0.88 (128x64) / 0.78,
-// 4096x96x4096 (W 48) 1.04 / 0.96, 4096x112x4096 (W 56) 1.00 / 0.82;
-// 16 columns: 4096x32x4096 0.81-0.82 / 0.85-0.87, 2048x64x4096 0.71-0.72 /
-// 0.72, 14336x16x4096 1.02-1.03 / 1.04; 32 and 64 as NT: 4096x64x4096
-// 0.77-0.78 / 1.03, 8192x64x4096 0.79 / 1.13, 4096x128x4096 0.98-0.99 / 1.10;
-// explore 3ebaf51-smalln-nn, 87e3624-smalln-widths).  Returns W, or 0 for none.
+// stored as it is.  A row-major B (NN: e.g. LoRA's dY @ B; TN: its weight
+// gradient dY^T @ X, A M-major) arrives as one 64-wide box per k-block, of
+// which wgmma reads the first W columns.  The rule is slab_width's for qq
+// with a K-major B (TILED_SM90_SLAB the same switch; a forced width is taken
+// as it is); for a row-major B only where B's rows are whole 32-byte sectors
+// (N % 16 == 0), on 16-, 32- or 64-wide tiles, 24-48 rounded up to 64 (TN
+// not 16 wide).  Measured (H100, bf16, before / one-slab): an 8-column tile
+// loads 8 times the B it uses (4096x16x4096 NN 0.94-0.96 (skinny) / 0.64);
+// rows that are not 32-byte multiples lose (4096x40x4096 NN 0.94-0.97 / 0.90 (64) /
+// 0.69 (32), 14336x40x4096 0.94 / 0.81, 4096x72x4096 0.87-0.88 / 0.78,
+// 4096x120x4096 0.80 on 64 against 128x64); tiles 24-56 wide lose (4096x48
+// NN on 24: 0.87 / 0.67, 4096x112 on 56: 1.00 / 0.82) where the 64-wide
+// ones win (4096x48x4096 NN 0.86-0.88 / 0.98-1.00, 6144x48 0.74 / 1.00,
+// 8192x48 0.84-0.85 / 1.11, 4096x80 0.99-1.00 / 1.08, 4096x96 1.02-1.03 /
+// 1.13-1.14, 2048x96 0.76 / 0.97; TN 8192x48 0.88 / 1.03, 4096x96 1.03 /
+// 1.07-1.09), except 56 (4096x112 0.98-1.00 / 0.94-0.95); 16 columns are
+// even against the skinny kernel (4096x32x4096 NN 0.81-0.82 / 0.85-0.87, TN
+// 0.83 / 0.83-0.84, 14336x16x4096 NN 1.02-1.03 / 1.04) but TN loses past
+// a wave (14336x16x4096 1.08 / 0.94); 32 and 64 win (4096x64x4096 NN
+// 0.77-0.78 / 1.03, TN 0.78 / 0.98, 8192x64x4096 NN 0.79 / 1.13, TN 0.83 /
+// 1.13-1.14, 4096x128x4096 NN 0.98-0.99 / 1.10, TN 1.01 / 1.13-1.14;
+// explore 3ebaf51-smalln-nn, 87e3624-smalln-widths, 10ad704-nn-roundup,
+// aedad6b-tn-ascalled, aedad6b-roundup64).  Returns W, or 0 for none.
 [[maybe_unused]] int slab_width_as_called(const Planned& pp, const Planned& qq) {
   const GemmProblem& p = pp.p;
   if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || (!p.a.row_major() && !p.b.row_major()) || !c_tma_ok(p, 2))
     return 0;
   const int w = slab_rule(qq, false);
-  return p.b.row_major() && w != 16 && w != 32 && w != 64 && slab_setting() <= 1 ? 0 : w;
+  if (!p.b.row_major() || slab_setting() > 1) return w;
+  if (p.N % 16 != 0) return 0;
+  switch (w) {
+    case 16: return p.a.row_major() ? 16 : 0;
+    case 32:
+    case 64: return w;
+    case 24:
+    case 40:
+    case 48: return 64;
+    default: return 0;
+  }
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
