@@ -121,7 +121,7 @@ def main():
                             (33, 264, 200, 3, {"TILED_SM90_SLAB": "24"}), (70, 136, 72, 1, {"TILED_SM90_SLAB": "40"}),
                             (100, 9000, 72, 1, {"TILED_SM90_SLAB": "48"}), (130, 200, 520, 1, {"TILED_SM90_SLAB": "56"}),
                             (64, 72, 64, 2, {"TILED_SM90_SLAB": "64"})),
-                           torch.bfloat16, "sm90 one-slab", bias=True, name_prefix="sm90_bf16")
+                           torch.bfloat16, "sm90 one-slab", bias=True, name_prefix="sm90_bf16", lays=("NN", "TT", "TN"))
     # One-slab tiles as called (a small N; NN, NT, TN): ragged M (the last
     # tile's rows), ragged N (the last tile's columns), a batch, more tiles
     # than SMs, one k-block; the register epilogue (narrow widths) and TMA

@@ -548,15 +548,17 @@ def test_swap_width_forced(monkeypatch, dtype, layout, width):
                          lambda name: "sw_" not in name or "128x256sw" in name)
 
 
-def check_forced_swapped(monkeypatch, dtype, layout, shapes, tile, as_called):
+def check_forced_swapped(monkeypatch, dtype, layout, shapes, tile, as_called, tn=False):
     """Each (M, N, K, batch) runs on the forced swapped-only `tile` where its
     layout and C allow it (C^T's whole and partial 64-column chunks through
     TMA boxes), else as called (a column-major A has no K-major B when
-    swapped, a C with N % 8 no TMA stores), which `as_called(name)` checks."""
+    swapped, a C with N % 8 no TMA stores), which `as_called(name)` checks.
+    tn: the tiles also take TN (both operands MN-major when swapped) where
+    A's rows are 16-byte aligned (M % 8)."""
     for M, N, K, batch in shapes:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         lay = "N" + layout[1] if M == 1 else layout  # (a single row of A is row-major whatever its strides say)
-        if lay[0] == "T" or N % 8:
+        if (lay[0] == "T" and not (tn and lay == "TN" and M % 8 == 0)) or N % 8:
             assert as_called(kernel_name(a, b)), (M, N, K, batch)
             check(a, b, dtype)
             continue
@@ -578,11 +580,14 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     for M > 16; and, for M > 32, within two waves); for M <= 32 only with
     tile rows for >= 2/5 of the SMs.  With an N-major B (NN), never for
     M <= 16, nor for M <= 32 past one wave.  C (fresh, contiguous) must be 16-byte aligned.
+    TN (C^T's B is A^T, N-major and M wide) as n_major_slab says.
     M > N: none (one-slab tiles lie along the longer side: slab_width_as_called).
     The tile name ("64x32") or None."""
-    if not swappable16(dtype, M, N, layout, batch) or M > N:
+    tn = layout == "TN"
+    if M > N or (tn and M % 8) or not swappable16(dtype, M, N, "NN" if tn else layout, batch):
         return None
-    return slab_rule(M, N, layout[1] == "N", batch, rule, streamk)
+    tile = slab_rule(M, N, layout[1] == "N", batch, rule, streamk)
+    return n_major_slab(tile, M, "TN") if tn else tile
 
 
 def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None):
@@ -653,12 +658,14 @@ SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, No
                       (130, 200, 520, None), (64, 72, 64, 2), (1, 4096, 64, None)]
 
 
-@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_rule(monkeypatch, dtype, layout):
     monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
     for M, N, K, nn, nt in SLAB_RULE_SHAPES:
-        rule = nn if layout == "NN" else nt
+        if layout == "TN" and M % 8:
+            continue  # (no TMA for a column-major A)
+        rule = nt if layout == "NT" else nn if layout == "NN" else n_major_slab(nn, M, "TN")
         assert slab_width(dtype, M, N, layout) == rule, (M, N)
         assert slab_width(dtype, M, N, layout, rule=True) == rule, (M, N)
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
@@ -672,16 +679,16 @@ def test_slab_rule(monkeypatch, dtype, layout):
                     continue
                 assert kernel_name(a, b) == variant_name(dtype, want + "sw", layout), (M, N, K)
                 check_swapped(m, a, b, dtype, (M, N, K, None), layout, bias=True, exact_bias=M % 2 == 0)
-    # A schedule setting leaves them out; a column-major A never has them.
+    # A schedule setting leaves them out; TT never has them.
     a, b = make_operands(64, 4096, 1024, dtype, "cuda", layout)
     with monkeypatch.context() as m:
         m.setenv("TILED_SM90_SPLITK", "0")
         assert "_64x" not in kernel_name(a, b)
-    a, b = make_operands(64, 4096, 1024, dtype, "cuda", "T" + layout[1])
-    assert slab_width(dtype, 64, 4096, "T" + layout[1]) is None and "_64x" not in kernel_name(a, b)
+    a, b = make_operands(64, 4096, 1024, dtype, "cuda", "TT")
+    assert slab_width(dtype, 64, 4096, "TT") is None and "_64x" not in kernel_name(a, b)
 
 
-@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_over_skinny(monkeypatch, dtype, layout):
     # Dispatch prefers one-slab tiles to the skinny kernel for M <= 64 where
@@ -699,6 +706,9 @@ def test_slab_over_skinny(monkeypatch, dtype, layout):
                                  (24, 14336, 256, None, "64x24sw" if nt else None), (64, 1000, 256, None, None),
                                  (64, 4096, 256, 4, "64x64sw"), (16, 4096, 256, 4, "64x16sw" if nt else None),
                                  (33, 1000, 512, 2, "64x16sw"), (1, 4096, 128, 32, None)):
+        if layout == "TN" and want is not None:  # NN's, as n_major_slab takes it (C^T's B M wide)
+            want = n_major_slab(want[:-2], M, "TN")
+            want = want and want + "sw"
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         if want is None:
             assert kernel_name(a, b).startswith("skinny_"), (M, N, K, batch)
@@ -715,7 +725,7 @@ def test_slab_forced(monkeypatch, dtype, layout, width):
     monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
     monkeypatch.setenv("TILED_SM90_SLAB", str(width))
     check_forced_swapped(monkeypatch, dtype, layout, SLAB_FORCED_SHAPES, f"64x{width}",
-                         lambda name: "_64x" not in name)
+                         lambda name: "_64x" not in name, tn=True)
 
 
 def check_as_called(monkeypatch, a, b, dtype, shape, layout):

@@ -206,11 +206,13 @@ struct Sm90Config {
   static_assert((kOneSlab && slab_width_index(kBN) >= 0) || kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 176 || kBN == 192 || kBN == 200 ||
                     kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
-  static_assert(!kSwappedOnly || (kTransC_ && !kBMN && kCluster == 1), "144-232, one-slab: swapped, K-major B, no cluster");
-  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 && !(kBMN && kTransC_) &&
+  static_assert(!kSwappedOnly || (kTransC_ && (!kBMN || kOneSlab) && kCluster == 1),
+                "144-232, one-slab: swapped, no cluster; 144-232 a K-major B");
+  // One-slab layouts: as called NT, NN and TN; swapped NT and NN (as C^T's
+  // NT and TN: a K-major B) and TN (C^T's TN: both operands MN-major).
+  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 && !(kBMN && !kAMN && kTransC_) &&
                               !(kAMN && !kBMN && !kTransC_)),
-                "one-slab: 16-bit, cooperative whole tiles, no cluster; an N-major B only as called, an M-major A "
-                "as called only next to it");
+                "one-slab: 16-bit, cooperative whole tiles, no cluster; as called NT / NN / TN, swapped NT / TN");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -1274,11 +1276,14 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       if (c.pingpong || c.split_k > 1 || c.sk_tiles > 0 || (c.cluster != 1 && c.tile != Tile::k128x256))
         return "sm90: a 16-bit transposed C needs cooperative whole tiles";
       if (c.slab > 0 || tile_swapped_only(c.tile)) {
-        // K-major B only (the caller's row-major A), no cluster.
-        if (c.b_mn) return "sm90: swapped-only tiles (128x144 ... 128x232, one-slab) need a K-major B";
-        if (c.slab > 0)
+        // A K-major B (the caller's row-major A) or, one-slab, both operands
+        // MN-major (the caller's TN); no cluster.
+        if (c.b_mn && !(c.slab > 0 && c.a_mn)) return "sm90: swapped-only tiles need a K-major B (one-slab: or TN)";
+        if (c.slab > 0) {
+          if (c.b_mn) return launch_one_slab<T, true, true, true>(c.slab, p, dev, stream, c, workspace);
           return c.a_mn ? launch_one_slab<T, true, false, true>(c.slab, p, dev, stream, c, workspace)
                         : launch_one_slab<T, false, false, true>(c.slab, p, dev, stream, c, workspace);
+        }
         const int bn = tile_bn(c.tile);
 #define TILED_SM90_SWAPPED_ONLY(BN)                                                                                 \
   if (bn == BN) {                                                                                                   \

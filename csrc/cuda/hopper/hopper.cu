@@ -499,13 +499,35 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return static_cast<int>(w);
 }
 
+// The rule's width `w` for one-slab tiles whose B is N-major and `n` wide
+// (NN / TN as called, TN swapped; slab_width_as_called has the
+// measurements): none unless B's rows are whole 32-byte sectors, 24-48
+// rounded up to 64, not 8 or 56, 16 not for TN.  A forced width is kept.
+[[maybe_unused]] int n_major_width(int w, int64_t n, bool tn) {
+  if (slab_setting() > 1) return w;
+  if (n % 16 != 0) return 0;
+  switch (w) {
+    case 16: return tn ? 0 : 16;
+    case 32:
+    case 64: return w;
+    case 24:
+    case 40:
+    case 48: return 64;
+    default: return 0;
+  }
+}
+
 // slab_width: the rule's checks for a small M run swapped.
 [[maybe_unused]] int slab_width(const Planned& pp) {
   const GemmProblem& p = pp.p;
   // (p.M > p.N: one-slab tiles lie along the longer side, so such a problem
   // is slab_width_as_called's.)
-  if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.M > p.N || !c_tma_ok(p, 2)) return 0;
-  return slab_rule(pp, p.b.row_major());
+  // A column-major A only next to a row-major B (TN, e.g. LoRA's dA =
+  // dH^T X): C^T's B is then A^T, N-major, `p.M` wide (n_major_width).
+  const bool tn = !p.a.row_major() && p.b.row_major();
+  if (p.dtype == DType::f32 || (!p.a.row_major() && !tn) || p.M < 1 || p.M > p.N || !c_tma_ok(p, 2)) return 0;
+  const int w = slab_rule(pp, p.b.row_major());
+  return tn ? n_major_width(w, p.M, true) : w;
 }
 
 // One-slab tiles for a small N: a 16-bit NN, NT or TN problem runs as
@@ -541,17 +563,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || (!p.a.row_major() && !p.b.row_major()) || !c_tma_ok(p, 2))
     return 0;
   const int w = slab_rule(qq, false);
-  if (!p.b.row_major() || slab_setting() > 1) return w;
-  if (p.N % 16 != 0) return 0;
-  switch (w) {
-    case 16: return p.a.row_major() ? 16 : 0;
-    case 32:
-    case 64: return w;
-    case 24:
-    case 40:
-    case 48: return 64;
-    default: return 0;
-  }
+  return p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major()) : w;
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
@@ -603,9 +615,9 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     // 0.98-1.00; explore aa65e63).
     w.group_m = slab > 0 && !setting("TILED_SM90_GROUPM") ? 1 : c.group_m;
     w.skip_idle_slabs = c.skip_idle_slabs;
-    // Swapped: a K-major B; as called, only one-slab tiles, an M-major A
-    // only next to an N-major B (TN).
-    if (swapped ? w.b_mn : (slab == 0 || (w.a_mn && !w.b_mn))) return false;
+    // Swapped: a K-major B, or one-slab tiles of a TN problem; as called,
+    // only one-slab tiles, an M-major A only next to an N-major B (TN).
+    if (swapped ? w.b_mn && !(slab > 0 && w.a_mn) : (slab == 0 || (w.a_mn && !w.b_mn))) return false;
     c = w;
   }
   if (dev.max_smem_per_block_optin <
