@@ -502,8 +502,13 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // The rule's width `w` for one-slab tiles whose B is N-major and `n` wide
 // (NN / TN as called, TN swapped; slab_width_as_called has the
 // measurements): none unless B's rows are whole 32-byte sectors, 24-48
-// rounded up to 64, not 8 or 56, 16 not for TN.  A forced width is kept.
-[[maybe_unused]] int n_major_width(int w, int64_t n, bool tn) {
+// rounded up to 64 as called, not 8 or 56, 16 not for TN.  Swapped (TN with
+// a small M, C^T's B the caller's A^T): 32 or 64 only (H100, bf16, skinny /
+// one-slab: 64x4096x4096 0.91 / 0.95-0.96 on 32, 128x4096x4096 0.99
+// (128x64sk2) / 1.12-1.17 and 64x14336x4096 1.00 (128x128) / 1.06-1.07 on
+// 64, but 48x4096x4096 0.97 / 0.94 rounded up from 24 to 64, 32x4096x4096
+// 0.92-0.93 / 0.88 on 16; explore 86a59f2-nmajor-*).  A forced width is kept.
+[[maybe_unused]] int n_major_width(int w, int64_t n, bool tn, bool swapped) {
   if (slab_setting() > 1) return w;
   if (n % 16 != 0) return 0;
   switch (w) {
@@ -512,7 +517,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
     case 64: return w;
     case 24:
     case 40:
-    case 48: return 64;
+    case 48: return swapped ? 0 : 64;
     default: return 0;
   }
 }
@@ -527,7 +532,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   const bool tn = !p.a.row_major() && p.b.row_major();
   if (p.dtype == DType::f32 || (!p.a.row_major() && !tn) || p.M < 1 || p.M > p.N || !c_tma_ok(p, 2)) return 0;
   const int w = slab_rule(pp, p.b.row_major());
-  return tn ? n_major_width(w, p.M, true) : w;
+  return tn ? n_major_width(w, p.M, true, true) : w;
 }
 
 // One-slab tiles for a small N: a 16-bit NN, NT or TN problem runs as
@@ -563,7 +568,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || (!p.a.row_major() && !p.b.row_major()) || !c_tma_ok(p, 2))
     return 0;
   const int w = slab_rule(qq, false);
-  return p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major()) : w;
+  return p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major(), false) : w;
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
