@@ -550,7 +550,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // loads 8 times the B it uses (4096x16x4096 NN 0.94-0.96 (skinny) / 0.64);
 // rows that are not 32-byte multiples lose (4096x40x4096 NN 0.94-0.97 / 0.90 (64) /
 // 0.69 (32), 14336x40x4096 0.94 / 0.81, 4096x72x4096 0.87-0.88 / 0.78,
-// 4096x120x4096 0.80 on 64 against 128x64); tiles 24-56 wide lose (4096x48
+// 4096x120x4096 0.80 on 64 against 0.91-0.93 on 128x64); tiles 24-56 wide lose (4096x48
 // NN on 24: 0.87 / 0.67, 4096x112 on 56: 1.00 / 0.82) where the 64-wide
 // ones win (4096x48x4096 NN 0.86-0.88 / 0.98-1.00, 6144x48 0.74 / 1.00,
 // 8192x48 0.84-0.85 / 1.11, 4096x80 0.99-1.00 / 1.08, 4096x96 1.02-1.03 /
