@@ -76,8 +76,8 @@ bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
   if ((p.M > 64 && p.N > 64) || setting("TILED_SKINNY_MAXM") || disabled("hopper")) return false;
   if (p.batch != 1) return p.K >= 256 && hopper_one_slab(p, dev);
   // A small N (the skinny kernel would run it swapped): the one-slab tiles
-  // as called where they apply (a row-major A; NN 16, 32 or 64 wide:
-  // hopper.cu's slab_width_as_called).
+  // as called where they apply (NN, NT, TN: hopper.cu's
+  // slab_width_as_called).
   if (p.M > 64) return hopper_one_slab(p, dev);
   return hopper_one_slab(p, dev) || (p.M > 32 && p.N >= 6144 && hopper_can_run(p, dev));
 }

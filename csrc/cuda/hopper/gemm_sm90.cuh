@@ -208,11 +208,9 @@ struct Sm90Config {
                 "instantiated wgmma N sizes");
   static_assert(!kSwappedOnly || (kTransC_ && (!kBMN || kOneSlab) && kCluster == 1),
                 "144-232, one-slab: swapped, no cluster; 144-232 a K-major B");
-  // One-slab layouts: as called NT, NN and TN; swapped NT and NN (as C^T's
-  // NT and TN: a K-major B) and TN (C^T's TN: both operands MN-major).
-  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 && !(kBMN && !kAMN && kTransC_) &&
-                              !(kAMN && !kBMN && !kTransC_)),
-                "one-slab: 16-bit, cooperative whole tiles, no cluster; as called NT / NN / TN, swapped NT / TN");
+  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 &&
+                              slab_layout_built(kAMN, kBMN, kTransC_)),
+                "one-slab: 16-bit, cooperative whole tiles, no cluster, the layouts of hopper.h's slab_layout_built");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -1259,6 +1257,18 @@ const char* launch_one_slab(int w, const GemmProblem& p, const DeviceInfo& dev, 
   }
 }
 
+// The one-slab kernel for c's width and layouts (slab_layout_built), C^T's
+// tiles where kTransC.
+template <class T, bool kTransC>
+const char* launch_slab_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, const Choice& c,
+                            void* workspace) {
+  if (!slab_layout_built(c.a_mn, c.b_mn, kTransC)) return "sm90: no one-slab kernel for that layout";
+  // (The one mixed layout built: an M-major A swapped, an N-major B as called.)
+  if (c.a_mn != c.b_mn) return launch_one_slab<T, kTransC, !kTransC, kTransC>(c.slab, p, dev, stream, c, workspace);
+  return c.a_mn ? launch_one_slab<T, true, true, kTransC>(c.slab, p, dev, stream, c, workspace)
+                : launch_one_slab<T, false, false, kTransC>(c.slab, p, dev, stream, c, workspace);
+}
+
 // One dtype's instantiations, selected by the host-side Choice.  Each dtype
 // file (hopper_bf16.cu, ...) instantiates this once.
 template <class T>
@@ -1276,14 +1286,9 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       if (c.pingpong || c.split_k > 1 || c.sk_tiles > 0 || (c.cluster != 1 && c.tile != Tile::k128x256))
         return "sm90: a 16-bit transposed C needs cooperative whole tiles";
       if (c.slab > 0 || tile_swapped_only(c.tile)) {
-        // A K-major B (the caller's row-major A) or, one-slab, both operands
-        // MN-major (the caller's TN); no cluster.
-        if (c.b_mn && !(c.slab > 0 && c.a_mn)) return "sm90: swapped-only tiles need a K-major B (one-slab: or TN)";
-        if (c.slab > 0) {
-          if (c.b_mn) return launch_one_slab<T, true, true, true>(c.slab, p, dev, stream, c, workspace);
-          return c.a_mn ? launch_one_slab<T, true, false, true>(c.slab, p, dev, stream, c, workspace)
-                        : launch_one_slab<T, false, false, true>(c.slab, p, dev, stream, c, workspace);
-        }
+        // No cluster; 144-232: a K-major B (the caller's row-major A).
+        if (c.slab > 0) return launch_slab_choice<T, true>(p, dev, stream, c, workspace);
+        if (c.b_mn) return "sm90: swapped-only tiles (128x144 ... 128x232) need a K-major B";
         const int bn = tile_bn(c.tile);
 #define TILED_SM90_SWAPPED_ONLY(BN)                                                                                 \
   if (bn == BN) {                                                                                                   \
@@ -1304,14 +1309,8 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false, false, true)
       TILED_SM90_LAYOUTS(256, 1, false, false, true)
     }
-    if (c.slab > 0) {
-      // One-slab tiles as called (a small N; hopper.cu's
-      // slab_width_as_called): NN, NT and TN.
-      if (c.a_mn && !c.b_mn) return "sm90: one-slab tiles as called: no TT kernels";
-      if (c.a_mn) return launch_one_slab<T, true, true, false>(c.slab, p, dev, stream, c, workspace);
-      return c.b_mn ? launch_one_slab<T, false, true, false>(c.slab, p, dev, stream, c, workspace)
-                    : launch_one_slab<T, false, false, false>(c.slab, p, dev, stream, c, workspace);
-    }
+    // One-slab tiles as called (a small N; hopper.cu's slab_width_as_called).
+    if (c.slab > 0) return launch_slab_choice<T, false>(p, dev, stream, c, workspace);
     if (c.tile == Tile::k128x256) {
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)
       TILED_SM90_LAYOUTS(256, 1, false)

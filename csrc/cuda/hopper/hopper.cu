@@ -423,7 +423,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return v ? std::strtol(v, nullptr, 10) : -1;
 }
 
-// One-slab tiles for a small M: a 16-bit problem with a row-major A runs
+// One-slab tiles for a small M: a 16-bit NN, NT or TN problem runs
 // swapped on tiles of 64 rows of N by W columns of M (kSlabWidths, one
 // consumer warpgroup), M cut into as many tile columns as still fit one
 // wave next to the N / 64 tile rows (one column where those alone pass a
@@ -522,17 +522,22 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   }
 }
 
+// What either orientation of the one-slab tiles needs: a 16-bit type, not
+// TT, C's rows 16-byte aligned.
+[[maybe_unused]] bool slab_problem(const GemmProblem& p) {
+  return p.dtype != DType::f32 && (p.a.row_major() || p.b.row_major()) && c_tma_ok(p, 2);
+}
+
 // slab_width: the rule's checks for a small M run swapped.
 [[maybe_unused]] int slab_width(const Planned& pp) {
   const GemmProblem& p = pp.p;
   // (p.M > p.N: one-slab tiles lie along the longer side, so such a problem
   // is slab_width_as_called's.)
-  // A column-major A only next to a row-major B (TN, e.g. LoRA's dA =
-  // dH^T X): C^T's B is then A^T, N-major, `p.M` wide (n_major_width).
-  const bool tn = !p.a.row_major() && p.b.row_major();
-  if (p.dtype == DType::f32 || (!p.a.row_major() && !tn) || p.M < 1 || p.M > p.N || !c_tma_ok(p, 2)) return 0;
+  if (!slab_problem(p) || p.M < 1 || p.M > p.N) return 0;
   const int w = slab_rule(pp, p.b.row_major());
-  return tn ? n_major_width(w, p.M, true, true) : w;
+  // A column-major A (TN, e.g. LoRA's dA = dH^T X): C^T's B is then A^T,
+  // N-major and `p.M` wide.
+  return p.a.row_major() ? w : n_major_width(w, p.M, true, true);
 }
 
 // One-slab tiles for a small N: a 16-bit NN, NT or TN problem runs as
@@ -565,8 +570,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // aedad6b-tn-ascalled, aedad6b-roundup64).  Returns W, or 0 for none.
 [[maybe_unused]] int slab_width_as_called(const Planned& pp, const Planned& qq) {
   const GemmProblem& p = pp.p;
-  if (p.dtype == DType::f32 || p.M <= p.N || p.N < 1 || (!p.a.row_major() && !p.b.row_major()) || !c_tma_ok(p, 2))
-    return 0;
+  if (!slab_problem(p) || p.M <= p.N || p.N < 1) return 0;
   const int w = slab_rule(qq, false);
   return p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major(), false) : w;
 }
@@ -620,9 +624,8 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     // 0.98-1.00; explore aa65e63).
     w.group_m = slab > 0 && !setting("TILED_SM90_GROUPM") ? 1 : c.group_m;
     w.skip_idle_slabs = c.skip_idle_slabs;
-    // Swapped: a K-major B, or one-slab tiles of a TN problem; as called,
-    // only one-slab tiles, an M-major A only next to an N-major B (TN).
-    if (swapped ? w.b_mn && !(slab > 0 && w.a_mn) : (slab == 0 || (w.a_mn && !w.b_mn))) return false;
+    // One-slab tiles: the layouts built for them; 144-232: swapped, a K-major B.
+    if (slab > 0 ? !sm90::slab_layout_built(w.a_mn, w.b_mn, swapped) : (!swapped || w.b_mn)) return false;
     c = w;
   }
   if (dev.max_smem_per_block_optin <

@@ -140,21 +140,26 @@ constexpr int tile_stages(Tile t) { return ring_stages(128 + tile_bn(t), epilogu
 constexpr int tile_smem_bytes(Tile t) { return ring_smem_bytes(128 + tile_bn(t), epilogue_scratch_bytes(t), 8); }
 
 // One-slab tiles (16-bit): 64 rows by W columns, one consumer warpgroup.
-// For a small M (NN / NT) they run swapped: 64 rows of the caller's N by W
-// of its M (hopper.cu, slab_width); for a small N (NN / NT) as called: 64 rows of
-// M by W of N (slab_width_as_called; NT, and NN with an N-major B read from
-// the first W columns of a 64-wide box).  Their stages are small
-// ((64 + W) x 128 bytes), so the ring holds up to 16 of them next to the TMA
-// store buffers.
+// For a small M (NN / NT / TN) they run swapped: 64 rows of the caller's N
+// by W of its M (hopper.cu, slab_width); for a small N (NN / NT / TN) as
+// called: 64 rows of M by W of N (slab_width_as_called).  An N-major B is
+// read from the first W columns of a 64-wide box.  Their stages are small
+// ((64 + W) x 128 bytes, 128 x 128 with an N-major B), so the ring holds up
+// to 16 of them next to the TMA store buffers.
 constexpr int kSlabWidths[8] = {8, 16, 24, 32, 40, 48, 56, 64};
 constexpr int slab_width_index(int w) {
   for (int i = 0; i < static_cast<int>(sizeof(kSlabWidths) / sizeof(kSlabWidths[0])); ++i)
     if (kSlabWidths[i] == w) return i;
   return -1;
 }
-// An N-major B (as called, NN) arrives as one 64-wide box whatever W: a
-// stage is then 64 + 64 rows of 128 bytes.
+// An N-major B arrives as one 64-wide box whatever W: a stage is then 64 +
+// 64 rows of 128 bytes.
 constexpr int slab_b_rows(int w, bool b_mn) { return b_mn ? 64 : w; }
+// The one-slab kernels built, by the layouts of the problem they run: as
+// called NT, NN and TN (no M-major A next to a K-major B); swapped, C^T's
+// problem NT, TT and TN (the caller's NT, NN and TN; no K-major A next to an
+// N-major B).
+constexpr bool slab_layout_built(bool a_mn, bool b_mn, bool c_trans) { return a_mn == b_mn || a_mn == c_trans; }
 constexpr int slab_stages(int w, bool b_mn = false) { return ring_stages(64 + slab_b_rows(w, b_mn), kEpiTmaBytes, 16); }
 constexpr int slab_smem_bytes(int w, bool b_mn = false) {
   return ring_smem_bytes(64 + slab_b_rows(w, b_mn), kEpiTmaBytes, 16);
