@@ -59,6 +59,12 @@ if sys.platform.startswith("linux"):
     cxx_flags.append("-fopenmp")
     link_flags.append("-fopenmp")
 
+# Torch-free CUDA sources compiled with `-Xptxas -O1` into objects of their
+# own (BuildExt below), because ptxas's -O3 schedule reorders their unrolled
+# FFMAs into a slower order (csrc/cuda/ladder/simt_quads.cu; docs/ladder.md,
+# round 7).  Only these files: the tensor-core kernels want -O3.
+PTXAS_O1_SOURCES = ["csrc/cuda/ladder/simt_quads.cu"]
+
 if want_cuda():
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
     arch_list = os.environ["TORCH_CUDA_ARCH_LIST"]
@@ -66,6 +72,7 @@ if want_cuda():
         glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cu"), recursive=True)
         + glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cpp"), recursive=True)
     )
+    cuda_sources = [s for s in cuda_sources if s not in PTXAS_O1_SOURCES]
     nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]
     if "9.0a" in arch_list:
         nvcc_flags.append("-DTILED_WITH_SM90A")
@@ -78,6 +85,8 @@ if want_cuda():
         extra_link_args=link_flags,
         py_limited_api=True,
     )
+    ext.ptxas_o1_sources = PTXAS_O1_SOURCES
+    ext.ptxas_o1_flags = nvcc_flags
 else:
     ext = cpp_extension.CppExtension(
         "torch_tiled_gemm._C",
@@ -87,13 +96,41 @@ else:
         py_limited_api=True,
     )
 
+
+
+class BuildExt(cpp_extension.BuildExtension.with_options(use_ninja=True)):
+    """torch's BuildExtension, plus the PTXAS_O1_SOURCES: each compiled by
+    nvcc with the extension's nvcc flags, its architectures and `-Xptxas
+    -O1` into an object that is linked in (rebuilt when it is older than any
+    file under csrc/)."""
+
+    def build_extension(self, ext):
+        for src in getattr(ext, "ptxas_o1_sources", []):
+            ext.extra_objects = list(ext.extra_objects or []) + [self._ptxas_o1_object(src, ext.ptxas_o1_flags)]
+        super().build_extension(ext)
+
+    def _ptxas_o1_object(self, src, flags):
+        import subprocess
+
+        obj = os.path.join(os.path.abspath(self.build_temp), "ptxas_o1", os.path.splitext(src)[0] + ".o")
+        deps = [p for p in glob.glob(os.path.join(ROOT, "csrc", "**", "*"), recursive=True) if os.path.isfile(p)]
+        if os.path.exists(obj) and all(os.path.getmtime(p) <= os.path.getmtime(obj) for p in deps):
+            return obj
+        os.makedirs(os.path.dirname(obj), exist_ok=True)
+        cmd = [os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc"), "-c", os.path.join(ROOT, src), "-o", obj]
+        cmd += flags + cpp_extension._get_cuda_arch_flags() + ["-std=c++17", "-Xcompiler", "-fPIC", "-Xptxas", "-O1"]
+        print(" ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
+        return obj
+
+
 setup(
     name="torch_tiled_gemm",
     version="0.1.0",
     description="Hand-written tiled GEMM as a PyTorch custom operator (CPU + CUDA, autograd, torch.compile)",
     packages=["torch_tiled_gemm"],
     ext_modules=[ext],
-    cmdclass={"build_ext": cpp_extension.BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": BuildExt},
     options={"bdist_wheel": {"py_limited_api": "cp39"}},
     python_requires=">=3.9",
     install_requires=["torch>=2.6"],

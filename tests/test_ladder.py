@@ -29,8 +29,9 @@ CANDIDATES = [91, 92, 93]               # simt_fast tuning candidates: NN, align
 # 103 = 101 with the K-contiguous operand kept along k in shared memory (16-byte
 # copies when aligned), 104 = 101 on a 128x256 block, 105 = 103 on 104's block,
 # 106 = 104 with each k-tile's copies spread into the next k-tile's loop, 107 =
-# 106 with BK 8, 108 = 106 with the FFMAs column by column.
-ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105, 106, 107, 108]
+# 106 with BK 8, 108 = 106 with the FFMAs column by column, 109 = 106 with the
+# FFMAs in 2x2 quads (compiled with ptxas -O1).
+ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109]
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
@@ -243,9 +244,9 @@ def test_staged_transpose_batched():
         _check(_run(a2, b2, 98), a2, b2)
 
 
-@pytest.mark.parametrize("step", [100, 101, 102, 103, 104, 105, 106, 107, 108])
+@pytest.mark.parametrize("step", [100, 101, 102, 103, 104, 105, 106, 107, 108, 109])
 def test_lean_loop_batched_matches_step95(step):
-    """Steps 100-108 give every accumulator step 95's FFMAs in step 95's k
+    """Steps 100-109 give every accumulator step 95's FFMAs in step 95's k
     order (103-105 change the block tile, the thread tile for TT or the order
     across accumulators only): the same bits, also on batches and a broadcast
     operand whose interior blocks take the fast copy path (132 x 260 has full
@@ -266,7 +267,7 @@ def test_lean_loop_batched_matches_step95(step):
         assert torch.equal(out2, _run(a2, b2, 95)), "differs from step 95"
 
 
-@pytest.mark.parametrize("step", [103, 104, 105, 106, 107, 108])
+@pytest.mark.parametrize("step", [103, 104, 105, 106, 107, 108, 109])
 @pytest.mark.parametrize("shape", [(4, 4, 4), (33, 31, 97), (65, 129, 17), (130, 67, 41),
                                    (128, 256, 300), (257, 200, 63), (200, 257, 1000),
                                    (129, 260, 45)],
@@ -381,13 +382,13 @@ def test_sliced_k_orders_same_bits(monkeypatch):
 
 
 def test_simt_spread_switch(strict_fp32, monkeypatch):
-    # simt_fast's large problems run step 108 (TILED_SIMT_SPREAD unset or
-    # any other value), 104 with TILED_SIMT_SPREAD=0, 106 with =1 and 107
-    # with =2 (A/B switches): with bias, in every layout, the same bits as
-    # the step.
+    # simt_fast's large problems run step 109 (TILED_SIMT_SPREAD unset or
+    # any other value), 104 with TILED_SIMT_SPREAD=0, 106 with =1, 107 with
+    # =2 and 108 with =3 (A/B switches): with bias, in every layout, the
+    # same bits as the step.
     g = _gen(11)
     m, n, k = 2304, 1664, 200  # >= one 128x128 tile per SM: the large config
-    for setting, step in (("0", 104), ("1", 106), ("2", 107), ("3", 108)):
+    for setting, step in (("0", 104), ("1", 106), ("2", 107), ("3", 108), ("9", 109)):
         monkeypatch.setenv("TILED_SIMT_SPREAD", setting)
         for layout in LAYOUTS:
             a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)

@@ -58,23 +58,45 @@ template <class C> struct WarpTilePos {
   __device__ __forceinline__ int b_off() const { return wn * C::WN + tc * 4; }
 };
 
-// One k of the thread tile: acc += a (x) bv, row by row, or with COLS
-// column by column, the rows of each column in the opposite order of the
-// previous one's, so one column's last FFMA and the next one's first share
-// a[i].  An FFMA whose three source registers all come from the register
-// file issues in two cycles (benchmarks/micro/ffma_operands.cu: one such
-// FFMA in T costs 1/T more); the `.reuse` operand caches spare the reads of
-// a register the previous FFMAs of the same slot named.  Row by row, every
+// The order of one k's FFMAs over the thread tile (warp_outer).  Every
+// order gives each accumulator the same FFMAs in the same k order: the same
+// bits.
+//  rows:  row by row.
+//  cols:  column by column, the rows of each column in the opposite order of
+//         the previous one's, so one column's last FFMA and the next one's
+//         first share a[i].
+//  quads: pairs of columns walked down the rows (turning at each pair), each
+//         row's two FFMAs in alternating order, so every FFMA shares a[i] or
+//         bv[j] with the one before and each 2 x 2 quad's four operands sit
+//         in the `.reuse` caches (one register per slot and bank).
+// An FFMA whose three source registers all come from the register file
+// issues in two cycles (benchmarks/micro/ffma_operands.cu: one such FFMA in
+// T costs 1/T more); the `.reuse` operand caches spare the reads of a
+// register the previous FFMAs of the same slot named.  Row by row, every
 // row (and, in ptxas's schedule, every piece of a row it splits off) starts
 // with a new a[i] and a new b[j]: 13.8% of step 106's FFMAs read three
 // registers (NN, static count over its k-loop), 17-19% of the sliced-K 64x64
 // kernel's; column by column with the turns 8.8% and 6-9% (docs/ladder.md,
-// round 6).  Either order gives each accumulator the same FFMAs in the same
-// k order: the same bits.
-template <class C, bool COLS = false>
+// round 6).  At ptxas's default -O3 its schedule reorders them (step 108's
+// fast k-tile: 7.6% three-read whatever the source order); compiled with
+// -Xptxas -O1 the source order survives: quads 2.0% (step 109, round 7).
+enum class FmaOrder { rows, cols, quads };
+
+template <class C, FmaOrder O = FmaOrder::rows>
 __device__ __forceinline__ void warp_outer(float (&acc)[C::TM][C::TN], const float (&a)[C::TM],
                                            const float (&bv)[C::TN]) {
-  if constexpr (COLS) {
+  if constexpr (O == FmaOrder::quads) {
+    static_assert(C::TN % 2 == 0, "pairs of columns");
+#pragma unroll
+    for (int jp = 0; jp < C::TN / 2; ++jp)
+#pragma unroll
+      for (int r = 0; r < C::TM; ++r) {
+        const int i = (jp & 1) ? C::TM - 1 - r : r;
+        const int j = 2 * jp + (r & 1);  // this row's first column; then j ^ 1
+        acc[i][j] = fmaf(a[i], bv[j], acc[i][j]);
+        acc[i][j ^ 1] = fmaf(a[i], bv[j ^ 1], acc[i][j ^ 1]);
+      }
+  } else if constexpr (O == FmaOrder::cols) {
 #pragma unroll
     for (int j = 0; j < C::TN; ++j)
 #pragma unroll
@@ -91,7 +113,7 @@ __device__ __forceinline__ void warp_outer(float (&acc)[C::TM][C::TN], const flo
 }
 
 // One BK slice of the warp tile: acc += A_slice^T-fragments x B_slice-fragments.
-template <class C, bool COLS = false>
+template <class C, FmaOrder O = FmaOrder::rows>
 __device__ __forceinline__ void warp_tile_fma(const float* As, const float* Bs,
                                               float (&acc)[C::TM][C::TN], int a_off, int b_off) {
 #pragma unroll
@@ -105,7 +127,7 @@ __device__ __forceinline__ void warp_tile_fma(const float* As, const float* Bs,
     for (int g = 0; g < C::TN / 4; ++g)
       *reinterpret_cast<float4*>(&bv[4 * g]) =
           *reinterpret_cast<const float4*>(Bs + k * C::kLdB + b_off + g * C::kBGroup);
-    warp_outer<C, COLS>(acc, a, bv);
+    warp_outer<C, O>(acc, a, bv);
   }
 }
 

@@ -38,7 +38,7 @@ template <class W, int KS_, int STAGES_, int MINB_> struct SlicedCfg {
   static_assert(KS >= 2 && kStages >= 2, "two slices, two stages at least");
 };
 
-template <class S, class Order, bool AXC, bool BXC, bool VEC, bool COLS>
+template <class S, class Order, bool AXC, bool BXC, bool VEC, FmaOrder O>
 __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
     sliced_k_kernel(Params<float> p, int64_t tiles_m, int64_t tiles_n, int panel) {
   using W = typename S::Warp;
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
       const float* As = smem + read_stage * S::kStageFloats + warp * W::BK * W::kLdA;
       const float* Bs = smem + read_stage * S::kStageFloats + S::kKTile * W::kLdA +
                         warp * W::BK * W::kLdB;
-      warp_tile_fma<W, COLS>(As, Bs, acc, pos.a_off(), pos.b_off());
+      warp_tile_fma<W, O>(As, Bs, acc, pos.a_off(), pos.b_off());
       read_stage = read_stage == S::kStages - 1 ? 0 : read_stage + 1;
       write_stage = write_stage == S::kStages - 1 ? 0 : write_stage + 1;
     }
@@ -118,9 +118,9 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
   }
 }
 
-// Launches sliced_k_kernel<S, HilbertOrder, layout..., COLS>; every f32
-// problem.  COLS: each k's FFMAs column by column (warp_outer).
-template <class S, bool COLS>
+// Launches sliced_k_kernel<S, HilbertOrder, layout..., O>; every f32
+// problem.  O: the order of each k's FFMAs (warp_outer).
+template <class S, FmaOrder O>
 const char* launch_sliced(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream) {
   return launch_tiled_f32<S, HilbertOrder>(
       pr, dev, stream,
@@ -128,7 +128,7 @@ const char* launch_sliced(const GemmProblem& pr, const DeviceInfo& dev, cudaStre
        "sliced-K SIMT kernel: needs more shared memory per block than this device has",
        "sliced-K SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
       [](auto a, auto b, auto v) {
-        return sliced_k_kernel<S, HilbertOrder, decltype(a)::value, decltype(b)::value, decltype(v)::value, COLS>;
+        return sliced_k_kernel<S, HilbertOrder, decltype(a)::value, decltype(b)::value, decltype(v)::value, O>;
       });
 }
 

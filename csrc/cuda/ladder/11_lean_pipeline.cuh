@@ -102,6 +102,13 @@ __device__ __forceinline__ void copy_tile_lean(float* s, const float* src, int64
   }
 }
 
+// Steps 104-106, 108, 109: 128 x 256 x 16, 2 x 4 warps of 64 x 64 (step
+// 101's warp and thread tiles), 3 stages = 75 KB, one block / SM (8 warps):
+// per block 3/4 of the operand traffic per output, per thread 12 (NN) or 24
+// (NT) copies per k-tile instead of 20 / 32.
+using Lean128x256Cfg = WarpTileCfg<128, 256, 16, 64, 64, 8, 16, /*STAGES=*/3, /*MINB=*/1,
+                                   /*NAMED=*/false>;
+
 // One k of the warp tile from fragments in registers.
 template <class C>
 __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C::TN],
@@ -125,7 +132,7 @@ __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C:
 // the long scoreboard): 3.6% of all warp samples on that one instruction.
 // The copy still has ~1.9 k-tiles to land before its barrier.
 template <class C, class Order, bool AXC, bool BXC, bool VEC, bool PREFETCH, bool SPREAD = false,
-          bool COLS = false>
+          FmaOrder O = FmaOrder::rows>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     lean_kernel(Params<float> p, int64_t tiles_m, int64_t tiles_n, int panel) {
   constexpr int S = C::kStages;
@@ -269,7 +276,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
             const float* An = smem + nxt * C::kStageFloats;
             lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
           }
-          warp_outer<C, COLS>(acc, a[k & 1], bv[k & 1]);
+          warp_outer<C, O>(acc, a[k & 1], bv[k & 1]);
         }
         prev = cur;
         cur = nxt;
@@ -291,7 +298,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
 // Launches lean_kernel for an f32 problem (every layout; 16-byte copies for
 // X-contiguous operands when aligned, as step 95).
-template <class C, class Order, bool PREFETCH, bool SPREAD = false, bool COLS = false>
+template <class C, class Order, bool PREFETCH, bool SPREAD = false, FmaOrder O = FmaOrder::rows>
 const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
                         const char* f32_only_error) {
   return launch_tiled_f32<C, Order>(
@@ -300,7 +307,7 @@ const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream
        "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
       [](auto a, auto b, auto v) {
         return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, PREFETCH,
-                           SPREAD, COLS>;
+                           SPREAD, O>;
       });
 }
 

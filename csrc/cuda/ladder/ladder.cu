@@ -30,8 +30,10 @@
 //       next k-tile's loop (k = 1, 5)                   simt_tuning3.cu (all layouts)
 //  107  106 with BK 8, 4 stages                         simt_tuning3.cu (all layouts)
 //  108  106 with the FFMAs of a k column by column      simt_tuning3.cu (all layouts)
+//  109  106 with the FFMAs of a k in 2x2 quads, compiled
+//       with ptxas -O1 (its order kept)                 simt_quads.cu   (all layouts)
 // (99 stays unused: tests/test_ladder.py probes it as an invalid step.)
-// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20, 90..98 and 100..108 are
+// kLadderSteps (dispatch.h) counts the main line 1..8; 9, 20, 90..98 and 100..109 are
 // extras for tests and benchmarks.  Any other number returns an error string.
 //
 // Steps 1-4 take float32, float64 (accumulating in double), float16 and
@@ -90,6 +92,7 @@ const Step kSteps[] = {
     TILED_STEP(106, "104 with copies spread into the next k-tile's loop", ladder::run_simt_lean_wide_spread(p, dev, s)),
     TILED_STEP(107, "106 with BK 8 and 4 stages", ladder::run_simt_lean_wide_k8(p, dev, s)),
     TILED_STEP(108, "106 with the FFMAs column by column", ladder::run_simt_lean_wide_cols(p, dev, s)),
+    TILED_STEP(109, "106 with the FFMAs in 2x2 quads, ptxas -O1", ladder::run_simt_quads(p, dev, s)),
 };
 #undef TILED_STEP
 
@@ -103,7 +106,7 @@ const Step* find_step(int step) {
 
 const char* ladder_gemm(const GemmProblem& p, int step, const DeviceInfo& dev, cudaStream_t stream) {
   if (const Step* s = find_step(step)) return s->run(p, dev, stream);
-  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-98, 100-108)";
+  return "ladder_gemm: invalid step (valid: 1-9, 20, 90-98, 100-109)";
 }
 
 const char* ladder_step_name(int step) {

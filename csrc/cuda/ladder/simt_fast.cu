@@ -21,7 +21,7 @@
 // Size dispatch (simt_pick below): problems with fewer 128 x 128 tiles than
 // SMs (1024^3: 64; 128 x 4096 x 4096: 32) run sliced-K blocks on 64 x 64 or,
 // when M or N <= 32, 32 x 32 tiles (09_sliced_k.cuh, simt_small.cu; ladder
-// steps 96 / 97).  Large problems run kSimtLargeConfig (ladder step 108,
+// steps 96 / 97).  Large problems run kSimtLargeConfig (ladder step 109,
 // below; this file's first 128 x 128 config is step 90, later candidates are
 // in simt_tuning*.cu).
 #include <algorithm>
@@ -112,11 +112,17 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // shape and layout (H100, paired with cuBLAS, 78ea4fa): 4096^3 NN / NT / TN /
 // TT 0.937 / 0.934 / 0.937 / 0.965 -> 0.950 / 0.945 / 0.974 / 1.002, 8192^3
 // 0.949 -> 0.972, 2048^3 0.933 -> 0.940, 4096x14336x4096 0.944 -> 0.966,
-// 4096x4096x14336 0.941 -> 0.961.
+// 4096x4096x14336 0.941 -> 0.961.  Step 109 (106 with each k's FFMAs in 2x2
+// quads, its translation unit compiled with ptxas -O1 so the order survives:
+// 2.0% of the fast k-tile's FFMAs read three registers against 108's 7.6%)
+// measured +2-7% over 108 (H100, paired with cuBLAS's SGEMM in one process,
+// 1771da0): 4096^3 NN / TN / NT in place 0.948 / 0.974 / 0.892 -> 0.992 /
+// 1.010 / 0.955, 8192^3 0.972 -> 1.008, 4096x14336x4096 0.966 -> 0.999,
+// 4096x4096x14336 0.961 -> 1.001, 2048^3 0.940 -> 0.982.
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
-                                          cudaStream_t) = &run_simt_lean_wide_cols;
+                                          cudaStream_t) = &run_simt_quads;
 
-// Split-K over the large config (step 108) for problems with few 128 x 256
+// Split-K over the large config (step 109) for problems with few 128 x 256
 // tiles (at most half the SMs) and a deep K: the K range is cut into S
 // slices of ks (a multiple of 16) run as S batch entries of one launch (the
 // last, shorter slice as a second launch), each writing its fp32 partial C
@@ -237,10 +243,12 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   // give it (the launcher says so before launching) takes step 101's.
   // For A/B runs, TILED_SIMT_SPREAD=0: step 104 instead (the copies in one
   // burst after each barrier), =1: step 106 (the FFMAs row by row), =2: step
-  // 107 (106 with BK 8); unset or anything else: kSimtLargeConfig (108).
+  // 107 (106 with BK 8), =3: step 108 (the FFMAs column by column, ptxas
+  // -O3); unset or anything else: kSimtLargeConfig (109).
   const auto large = setting_is("TILED_SIMT_SPREAD", "0")   ? &ladder::run_simt_lean_wide
                      : setting_is("TILED_SIMT_SPREAD", "1") ? &ladder::run_simt_lean_wide_spread
                      : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
+                     : setting_is("TILED_SIMT_SPREAD", "3") ? &ladder::run_simt_lean_wide_cols
                                                             : ladder::kSimtLargeConfig;
   if (large(p, dev, stream) == nullptr) return nullptr;
   return ladder::run_simt_lean_prefetch(p, dev, stream);

@@ -10,7 +10,7 @@ namespace cuda {
 namespace ladder {
 
 // The 64 x 64 config issues each k's FFMAs column by column (warp_outer's
-// COLS) unless TILED_SIMT_SLICED_ROWS=1 (row by row, as before; A/B runs).
+// FmaOrder::cols) unless TILED_SIMT_SLICED_ROWS=1 (row by row, as before; A/B runs).
 // Measured on an H100 (strict fp32, paired with cuBLAS, 9fe877c), rows /
 // columns: 1024^3 NN / TN / NT 0.919 / 0.905 / 0.870 -> 0.961 / 0.934 / 0.953,
 // 128x4096x4096 0.692 -> 0.720, 512x4096x4096 0.812 -> 0.858,
@@ -18,11 +18,11 @@ namespace ladder {
 // memory-bound) measured 0.6-1.4% slower with it (32x4096x4096 0.787 ->
 // 0.777, 4096x16x4096 0.795 -> 0.784) and stays row by row.
 const char* run_simt_sliced_mid(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
-  return setting_is("TILED_SIMT_SLICED_ROWS", "1") ? launch_sliced<SlicedMidCfg, false>(p, dev, s)
-                                                   : launch_sliced<SlicedMidCfg, true>(p, dev, s);
+  return setting_is("TILED_SIMT_SLICED_ROWS", "1") ? launch_sliced<SlicedMidCfg, FmaOrder::rows>(p, dev, s)
+                                                   : launch_sliced<SlicedMidCfg, FmaOrder::cols>(p, dev, s);
 }
 const char* run_simt_sliced_small(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
-  return launch_sliced<SlicedSmallCfg, false>(p, dev, s);
+  return launch_sliced<SlicedSmallCfg, FmaOrder::rows>(p, dev, s);
 }
 size_t simt_sliced_smem_bytes() {
   return static_cast<size_t>(SlicedMidCfg::kSmemBytes > SlicedSmallCfg::kSmemBytes

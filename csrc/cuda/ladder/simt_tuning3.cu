@@ -21,12 +21,7 @@ using Kc128x128Cfg = WarpTileCfg<128, 128, 16, 64, 64, 8, 16, /*STAGES=*/3, /*MI
                                  /*NAMED=*/false>;
 using Kc128x128TallCfg = WarpTileCfg<128, 128, 16, 64, 64, 16, 8, /*STAGES=*/3, /*MINB=*/2,
                                      /*NAMED=*/false>;
-// Steps 104, 105: 128 x 256 x 16, 2 x 4 warps of 64 x 64 (same warp and
-// thread tiles), 3 stages = 75 KB, one block / SM (8 warps, as 2 x 4 now):
-// per block 3/4 of the operand traffic per output, per thread 12 (NN) or 24
-// (NT) copies per k-tile instead of 20 / 32.
-using Lean128x256Cfg = WarpTileCfg<128, 256, 16, 64, 64, 8, 16, /*STAGES=*/3, /*MINB=*/1,
-                                   /*NAMED=*/false>;
+// Steps 104, 105: 128 x 256 x 16 (Lean128x256Cfg, 11_lean_pipeline.cuh).
 using Lean128x256TallCfg = WarpTileCfg<128, 256, 16, 64, 64, 16, 8, /*STAGES=*/3, /*MINB=*/1,
                                        /*NAMED=*/false>;
 
@@ -51,9 +46,9 @@ const char* run_simt_lean_wide_spread(const GemmProblem& p, const DeviceInfo& de
                                                                "ladder step 106 supports float32 only");
 }
 // Step 108: 106 with the FFMAs of each k column by column (warp_outer's
-// COLS): fewer FFMAs that read three registers.
+// FmaOrder::cols): fewer FFMAs that read three registers.
 const char* run_simt_lean_wide_cols(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
-  return launch_lean<Lean128x256Cfg, HilbertOrder, true, true, true>(p, dev, s,
+  return launch_lean<Lean128x256Cfg, HilbertOrder, true, true, FmaOrder::cols>(p, dev, s,
                                                                      "ladder step 108 supports float32 only");
 }
 const char* run_simt_kc_wide(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
