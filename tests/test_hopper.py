@@ -605,15 +605,18 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None)
 
 
 def n_major_slab(tile, N, layout, swapped=False):
-    """The rule's tile for an N-major B (NN, TN as called; TN swapped, N
-    then the caller's M): none where B's rows are not 32-byte multiples
-    (N % 16), 24-48 columns rounded up to 64 (as called only), TN not 16
-    wide, 8 and 56 wide never."""
-    if tile is None or N % 16:
+    """The tile for an N-major B (NN, TN as called; TN swapped, N then the
+    caller's M) given the rule's: none where B's rows are not 32-byte
+    multiples (N % 16) or the rule says 8 or 56 wide; swapped only 32 or 64
+    wide; as called one column up to N = 64 (16 wide, not for TN; 32; 64),
+    64-wide columns past it."""
+    if tile is None or N % 16 or tile in ("64x8", "64x56"):
         return None
-    up = None if swapped else "64x64"
-    return {"64x16": None if layout == "TN" else "64x16", "64x32": "64x32", "64x64": "64x64",
-            "64x24": up, "64x40": up, "64x48": up}.get(tile)
+    if swapped:
+        return tile if tile in ("64x32", "64x64") else None
+    if N <= 16:
+        return None if layout == "TN" else "64x16"
+    return "64x32" if N <= 32 else "64x64"
 
 
 def slab_rule(M, N, b_n_major, batch, rule, streamk):
@@ -803,10 +806,12 @@ def test_slab_as_called_over_skinny(monkeypatch, dtype):
     # TT), batches from K = 256; no split, so the same bits every run.
     monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     for M, N, K, batch, layout, want in ((4096, 64, 256, None, "NT", "64x32"), (4096, 32, 256, None, "NT", "64x16"),
-                                         (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", "64x32"),
+                                         (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", "64x64"),
                                          (4096, 16, 256, None, "NN", None), (4096, 48, 256, None, "NN", "64x64"),
-                                         (4096, 40, 256, None, "NN", None),
-                                         (4096, 64, 256, None, "TN", "64x32"), (8192, 64, 256, 2, "TN", "64x64"),
+                                         (4096, 40, 256, None, "NN", None), (4096, 32, 256, None, "NN", "64x32"),
+                                         (2048, 64, 256, None, "NN", "64x64"), (2048, 64, 256, None, "TN", "64x64"),
+                                         (4096, 32, 256, None, "TN", "64x32"), (2048, 32, 256, None, "TN", None),
+                                         (4096, 64, 256, None, "TN", "64x64"), (8192, 64, 256, 2, "TN", "64x64"),
                                          (14336, 16, 256, None, "TN", None), (8192, 48, 256, None, "TN", "64x64"),
                                          (4096, 64, 256, None, "TT", None), (4096, 64, 256, 4, "NT", "64x64"),
                                          (4096, 1, 128, 32, "NT", None)):

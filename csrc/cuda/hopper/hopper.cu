@@ -499,27 +499,30 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return static_cast<int>(w);
 }
 
-// The rule's width `w` for one-slab tiles whose B is N-major and `n` wide
-// (NN / TN as called, TN swapped; slab_width_as_called has the
-// measurements): none unless B's rows are whole 32-byte sectors, 24-48
-// rounded up to 64 as called, not 8 or 56, 16 not for TN.  Swapped (TN with
-// a small M, C^T's B the caller's A^T): 32 or 64 only (H100, bf16, skinny /
-// one-slab: 64x4096x4096 0.91 / 0.95-0.96 on 32, 128x4096x4096 0.99
-// (128x64sk2) / 1.12-1.17 and 64x14336x4096 1.00 (128x128) / 1.06-1.07 on
-// 64, but 48x4096x4096 0.97 / 0.94 rounded up from 24 to 64, 32x4096x4096
-// 0.92-0.93 / 0.88 on 16; explore 86a59f2-nmajor-*).  A forced width is kept.
+// The width of one-slab tiles whose B is N-major and `n` wide (NN / TN as
+// called, TN swapped; slab_width_as_called has the measurements), given
+// the rule's width `w`: none unless B's rows are whole 32-byte sectors,
+// never where the rule says 8 or 56.  As called, one tile column where n <=
+// 64 (16 wide, not for TN; 32; 64 for 48 and 64 columns), 64-wide columns
+// past it: the rule's narrower split of n (w < n, e.g. 4096x64 on two
+// columns of 32) re-reads A once per column and B's 64-wide boxes (H100,
+// bf16, rule's width / one column: 4096x64x4096 NN 1.03 / 1.13 (64), TN
+// 0.99-1.00 / 1.16, 4096x32x4096 NN 0.89-0.90 (16) / 0.98 (32), TN 0.81
+// (skinny) / 0.91, 3072x32x4096 NN 0.87-0.88 / 0.94, TN 0.86-0.88 / 0.91,
+// 4096x32x8192 TN 0.96 / 1.04, 2048x64x4096 NN 0.71 (16) / 0.94-0.95, TN
+// 0.70-0.73 (skinny) / 0.92-0.94; explore 1771da0-smalln32, -smalln64;
+// 2048x32x4096 TN, rule 8, stays on the skinny kernel: 0.92 / 0.90 on 32).
+// Swapped (TN with a small M, C^T's B the caller's A^T): 32 or 64 only
+// (skinny / one-slab: 64x4096x4096 0.91 / 0.95-0.96 on 32, 128x4096x4096
+// 0.99 (128x64sk2) / 1.12-1.17 and 64x14336x4096 1.00 (128x128) / 1.06-1.07
+// on 64, but 48x4096x4096 0.97 / 0.94 rounded up from 24 to 64,
+// 32x4096x4096 0.92-0.93 / 0.88 on 16; explore 86a59f2-nmajor-*).  A forced
+// width is kept.
 [[maybe_unused]] int n_major_width(int w, int64_t n, bool tn, bool swapped) {
   if (slab_setting() > 1) return w;
-  if (n % 16 != 0) return 0;
-  switch (w) {
-    case 16: return tn ? 0 : 16;
-    case 32:
-    case 64: return w;
-    case 24:
-    case 40:
-    case 48: return swapped ? 0 : 64;
-    default: return 0;
-  }
+  if (n % 16 != 0 || w == 0 || w == 8 || w == 56) return 0;
+  if (swapped) return w == 32 || w == 64 ? w : 0;
+  return n <= 16 ? (tn ? 0 : 16) : n <= 32 ? 32 : 64;
 }
 
 // What either orientation of the one-slab tiles needs: a 16-bit type, not
@@ -550,8 +553,9 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // which wgmma reads the first W columns.  The rule is slab_width's for qq
 // with a K-major B (TILED_SM90_SLAB the same switch; a forced width is taken
 // as it is); for a row-major B only where B's rows are whole 32-byte sectors
-// (N % 16 == 0), on 16-, 32- or 64-wide tiles, 24-48 rounded up to 64 (TN
-// not 16 wide).  Measured (H100, bf16, before / one-slab): an 8-column tile
+// (N % 16 == 0), in one tile column 16 (not TN), 32 or 64 wide up to N = 64
+// and 64-wide columns past it (n_major_width).  Measured (H100, bf16, before
+// / one-slab): an 8-column tile
 // loads 8 times the B it uses (4096x16x4096 NN 0.94-0.96 (skinny) / 0.64);
 // rows that are not 32-byte multiples lose (4096x40x4096 NN 0.94-0.97 / 0.90 (64) /
 // 0.69 (32), 14336x40x4096 0.94 / 0.81, 4096x72x4096 0.87-0.88 / 0.78,
@@ -562,7 +566,8 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // 1.13-1.14, 2048x96 0.76 / 0.97; TN 8192x48 0.88 / 1.03, 4096x96 1.03 /
 // 1.07-1.09), but not 56 (4096x112 0.98-1.00 / 0.94-0.95 on 64); 16 columns are
 // even against the skinny kernel (4096x32x4096 NN 0.81-0.82 / 0.85-0.87, TN
-// 0.83 / 0.83-0.84, 14336x16x4096 NN 1.02-1.03 / 1.04) but TN loses past
+// 0.83 / 0.83-0.84, where one 32-wide column wins: 0.98 / 0.91,
+// n_major_width; 14336x16x4096 NN 1.02-1.03 / 1.04) but TN loses past
 // a wave (14336x16x4096 1.08 / 0.94); 32 and 64 win (4096x64x4096 NN
 // 0.77-0.78 / 1.03, TN 0.78 / 0.98, 8192x64x4096 NN 0.79 / 1.13, TN 0.83 /
 // 1.13-1.14, 4096x128x4096 NN 0.98-0.99 / 1.10, TN 1.01 / 1.13-1.14;
