@@ -79,10 +79,10 @@ def k_loop(ins):
     return best
 
 
-def reads(ins):
-    """Histogram: FFMAs by the number of source registers read from the file."""
+def read_counts(ins):
+    """Per instruction, how many source registers it reads from the file."""
     cache = [[None, None] for _ in range(3)]
-    hist = collections.Counter()
+    out = []
     for _, _, op, _, ops in ins:
         n = 0
         for slot, operand in enumerate(ops[1:4]):
@@ -93,15 +93,40 @@ def reads(ins):
             if cache[slot][r % 2] != r:
                 n += 1
             cache[slot][r % 2] = r if m.group(2) else None
-        if op.startswith("FFMA"):
-            hist[n] += 1
-    return hist
+        out.append(n)
+    return out
+
+
+def reads(ins):
+    """Histogram: FFMAs by the number of source registers read from the file."""
+    return collections.Counter(n for x, n in zip(ins, read_counts(ins)) if x[2].startswith("FFMA"))
+
+
+def sections(ins, min_ffma=500):
+    """The k-loop cut at its branches: (FFMA count, histogram) of every piece
+    with at least min_ffma FFMAs (e.g. a kernel whose k-tile loop holds a
+    fast-path and an edge-path copy of the k-tile)."""
+    out, piece = [], []
+    for x, n in zip(ins, read_counts(ins)):
+        piece.append((x[2], n))
+        if x[2].startswith("BRA"):
+            out.append(piece)
+            piece = []
+    out.append(piece)
+    res = []
+    for piece in out:
+        hist = collections.Counter(n for op, n in piece if op.startswith("FFMA"))
+        if sum(hist.values()) >= min_ffma:
+            res.append((sum(hist.values()), hist))
+    return res
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sass")
     ap.add_argument("--kernel", default="", help="regex on the (mangled) kernel name")
+    ap.add_argument("--sections", action="store_true",
+                    help="also the k-loop's pieces between branches that hold >= 500 FFMAs")
     a = ap.parse_args(argv)
     text = open(a.sass).read() if a.sass != "-" else sys.stdin.read()
     for name, body in kernels(text):
@@ -114,6 +139,10 @@ def main(argv=None):
             continue
         share = "  ".join(f"{n} reads {hist[n] / total:6.1%}" for n in (3, 2, 1))
         print(f"{total:6d} FFMA in the k-loop  {share}  {name}")
+        if a.sections:
+            for count, h in sections(loop):
+                share = "  ".join(f"{n} reads {h[n] / count:6.1%}" for n in (3, 2, 1))
+                print(f"    {count:6d} FFMA in a piece  {share}")
 
 
 if __name__ == "__main__":
