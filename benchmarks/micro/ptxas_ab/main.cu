@@ -1,6 +1,6 @@
-// Strict-fp32 large config (ladder steps 108 / 109) compiled with ptxas -O3
-// and -O1, FFMAs column by column or in 2x2 quads, against cuBLAS's SGEMM,
-// in one process: every variant's output bitwise against the first (they
+// Strict-fp32 large config (ladder steps 108 / 109) built four ways (ptxas
+// level, FFMA order, k-tile, stages: build.sh's VARIANTS), against cuBLAS's
+// SGEMM, in one process: every variant's output bitwise against the first (they
 // give each accumulator the same FFMAs in the same k order), then 6 rounds,
 // the variants' order alternating, each a median of event-timed calls with
 // a 256 MB memset before each call (L2 flushed); operands random, never
@@ -17,8 +17,8 @@
 #include "gemm_problem.h"
 #include "cuda/dispatch.h"
 
-#define DECL(ns) namespace tiled { namespace cuda { namespace ns { const char* run_kernel(const GemmProblem&, const DeviceInfo&, cudaStream_t); }}}
-DECL(l_o3cols) DECL(l_o1cols) DECL(l_o3quads) DECL(l_o1quads)
+#define DECL(ns) namespace tiled { namespace cuda { namespace ns { const char* run_kernel(const GemmProblem&, const DeviceInfo&, cudaStream_t); const char* name(); }}}
+DECL(l_v0) DECL(l_v1) DECL(l_v2) DECL(l_v3)
 using namespace tiled; using namespace tiled::cuda;
 typedef const char* (*Fn)(const GemmProblem&, const DeviceInfo&, cudaStream_t);
 __global__ void fill(float* x, size_t n, unsigned seed) {
@@ -28,8 +28,8 @@ __global__ void fill(float* x, size_t n, unsigned seed) {
   }
 }
 int main(int argc, char** argv) {
-  const char* names[] = {"o3cols", "o1cols", "o3quads", "o1quads", "cublas"};
-  Fn fns[] = {l_o3cols::run_kernel, l_o1cols::run_kernel, l_o3quads::run_kernel, l_o1quads::run_kernel, nullptr};
+  const char* names[] = {l_v0::name(), l_v1::name(), l_v2::name(), l_v3::name(), "cublas"};
+  Fn fns[] = {l_v0::run_kernel, l_v1::run_kernel, l_v2::run_kernel, l_v3::run_kernel, nullptr};
   const int nv = 5;
   DeviceInfo dev; cudaDeviceProp pr; cudaGetDeviceProperties(&pr, 0);
   dev.sm_major = pr.major; dev.sm_minor = pr.minor; dev.num_sms = pr.multiProcessorCount;
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       }
     };
     // correctness: C poisoned (NaN) before each run; every variant bitwise
-    // against o3cols (cuBLAS's SGEMM too: where its FFMAs run in k order it
+    // against the first variant (cuBLAS's SGEMM too: where its FFMAs run in k order it
     // matches bit for bit)
     std::vector<float> ref(sc), got(sc);
     for (int v = 0; v < nv; ++v) {
