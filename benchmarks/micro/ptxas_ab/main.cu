@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   float *flush; size_t fl = 256u << 20; cudaMalloc(&flush, fl);
   struct Case { int M, N, K; const char* lay; };
   std::vector<Case> cases = {{4096,4096,4096,"NN"},{4096,4096,4096,"TN"},{4096,4096,4096,"NT"},{8192,8192,8192,"NN"},{4096,14336,4096,"NN"},{4096,4096,14336,"NN"},{2048,2048,2048,"NN"}};
+  // `ab M N K LAYOUT`: that case only, each variant run once after the check
+  // (for a profiler: ncu -k regex:l_v0 ... ab 4096 4096 4096 NN).
+  const bool once = argc == 5;
+  if (once) cases = {{atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), argv[4]}};
   for (auto& cs : cases) {
     size_t sa = (size_t)cs.M * cs.K, sb = (size_t)cs.K * cs.N, sc = (size_t)cs.M * cs.N;
     float *A, *B, *C; cudaMalloc(&A, sa * 4); cudaMalloc(&B, sb * 4); cudaMalloc(&C, sc * 4);
@@ -67,6 +71,12 @@ int main(int argc, char** argv) {
       double md = 0; size_t neq = 0;
       for (size_t i = 0; i < sc; ++i) { md = std::max(md, (double)fabsf(got[i] - ref[i])); neq += memcmp(&got[i], &ref[i], 4) != 0; }
       printf("  check %-7s max|diff| %.3g, %zu not bit-equal\n", names[v], md, neq);
+    }
+    if (once) {
+      for (int v = 0; v < nv; ++v) run(v);
+      cudaDeviceSynchronize();
+      cudaFree(A); cudaFree(B); cudaFree(C);
+      continue;
     }
     cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
     const int rounds = 6, reps = std::max(3, (int)(2e12 / (2.0 * cs.M * cs.N * cs.K)));
