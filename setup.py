@@ -106,7 +106,9 @@ class BuildExt(cpp_extension.BuildExtension.with_options(use_ninja=True)):
 
     def build_extension(self, ext):
         for src in getattr(ext, "ptxas_o1_sources", []):
-            ext.extra_objects = list(ext.extra_objects or []) + [self._ptxas_o1_object(src, ext.ptxas_o1_flags)]
+            obj = self._ptxas_o1_object(src, ext.ptxas_o1_flags)
+            if obj not in (ext.extra_objects or []):  # (a second build of the same extension)
+                ext.extra_objects = list(ext.extra_objects or []) + [obj]
         super().build_extension(ext)
 
     def _ptxas_o1_object(self, src, flags):
