@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds ./ab: the strict-fp32 large config compiled four ways, linked with
-# cuBLAS for the reference.  VARIANTS (four of name:ptxas-level:order:BK:stages[:rolled])
+# cuBLAS for the reference.  VARIANTS (four of name:ptxas-level:order:BK:stages)
 # default to ptxas -O3 / -O1 x FFMA order cols / quads at BK 16, 3 stages.
 # Run on the GPU machine: bash benchmarks/micro/ptxas_ab/build.sh && benchmarks/micro/ptxas_ab/ab
 set -e
@@ -15,8 +15,8 @@ F="-O3 --expt-relaxed-constexpr -std=c++17 -arch=${ARCH:-sm_90a} -I$csrc"
 VARIANTS=${VARIANTS:-"o3cols:3:cols:16:3 o1cols:1:cols:16:3 o3quads:3:quads:16:3 o1quads:1:quads:16:3"}
 i=0
 for v in $VARIANTS; do
-  IFS=: read -r name lvl order bk stages rolled <<<"$v"
-  nvcc $F -Xptxas -O$lvl -Dladder=l_v$i -DFMA_ORDER=$order -DAB_BK=$bk -DAB_STAGES=$stages -DAB_ROLLED=${rolled:-false} "-DVNAME=\"$name\"" \
+  IFS=: read -r name lvl order bk stages <<<"$v"
+  nvcc $F -Xptxas -O$lvl -Dladder=l_v$i -DFMA_ORDER=$order -DAB_BK=$bk -DAB_STAGES=$stages "-DVNAME=\"$name\"" \
     -c kern.cu -o /tmp/ptxas_ab_v$i.o &
   i=$((i + 1))
 done

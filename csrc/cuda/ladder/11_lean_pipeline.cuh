@@ -132,7 +132,7 @@ __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C:
 // the long scoreboard): 3.6% of all warp samples on that one instruction.
 // The copy still has ~1.9 k-tiles to land before its barrier.
 template <class C, class Order, bool AXC, bool BXC, bool VEC, bool PREFETCH, bool SPREAD = false,
-          FmaOrder O = FmaOrder::rows, bool ROLLED = false>
+          FmaOrder O = FmaOrder::rows>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     lean_kernel(Params<float> p, int64_t tiles_m, int64_t tiles_n, int panel) {
   constexpr int S = C::kStages;
@@ -244,76 +244,39 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         const float* As = smem + cur * C::kStageFloats;
         const float* Bs = As + C::BK * C::kLdA;
         const int nxt = cur == S - 1 ? 0 : cur + 1;
-        // SPREAD: the copies of tile kt - 1 + S into tile kt - 1's slot
-        // (retired at the last barrier), A's at k = 1, B's at k = 5.
-        auto spread_copies = [&](int k) {
-          if constexpr (SPREAD) {
-            if constexpr (FAST) {
-              if (k == 1) lean_a(prev, kt - 1 + S);
-              if (k == 5) lean_b(prev, kt - 1 + S);
-            } else {
-              if (kt > 0 && k == 1 && kt - 1 + S < KT) load_a(prev, kt - 1 + S);
-              if (kt > 0 && k == 5 && kt - 1 + S < KT) load_b(prev, kt - 1 + S);
-            }
-            if (k == 5 && (FAST || kt > 0)) cp_async_commit();
-          }
-        };
-        // The last k: every fragment of tile kt is in registers.  Groups
-        // committed: S + kt; tile kt+1 is group kt+1, so S-2 may still be
-        // pending.  (SPREAD: the group of tile kt - 1 + S was committed in
-        // this k-tile instead of after the previous barrier: the same count.)
-        auto last_k_loads = [&]() {
-          cp_async_wait<S - 2>();
-          __syncthreads();  // tile kt+1 published; tile kt's slot retired
-          if constexpr (!SPREAD) {
-            if (kt + S < KT) load(cur, kt + S);
-            cp_async_commit();
-          }
-          // Tile kt+1's first fragments (stale but in-bounds smem after the
-          // last tile: never used).
-          const float* An = smem + nxt * C::kStageFloats;
-          lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
-        };
-        if constexpr (ROLLED) {
-          // k = 0..5 (the copies) and the last two k unrolled, the k between
-          // in a loop of two k per trip: ~10 k of code instead of BK.
-          static_assert(C::BK % 2 == 0 && C::BK >= 10, "ROLLED: k = 0..5, pairs, the last two");
-          auto kstep = [&](int k, auto parity, auto copies) {
-            constexpr int P = decltype(parity)::value;  // k & 1
-            lean_load_frag<C>(a[P ^ 1], bv[P ^ 1], As, Bs, k + 1, pos.a_off(), pos.b_off());
-            if constexpr (decltype(copies)::value) spread_copies(k);
-            warp_outer<C, O>(acc, a[P], bv[P]);
-          };
-          using I0 = std::integral_constant<int, 0>;
-          using I1 = std::integral_constant<int, 1>;
-          using Copies = std::true_type;
-          using None = std::false_type;
-          kstep(0, I0{}, Copies{});
-          kstep(1, I1{}, Copies{});
-          kstep(2, I0{}, Copies{});
-          kstep(3, I1{}, Copies{});
-          kstep(4, I0{}, Copies{});
-          kstep(5, I1{}, Copies{});
-#pragma unroll 1
-          for (int k = 6; k < C::BK - 2; k += 2) {
-            kstep(k, I0{}, None{});
-            kstep(k + 1, I1{}, None{});
-          }
-          kstep(C::BK - 2, I0{}, None{});
-          last_k_loads();
-          warp_outer<C, O>(acc, a[1], bv[1]);
-        } else {
 #pragma unroll
-          for (int k = 0; k < C::BK; ++k) {
-            if (k < C::BK - 1) {
-              lean_load_frag<C>(a[(k + 1) & 1], bv[(k + 1) & 1], As, Bs, k + 1, pos.a_off(),
-                                pos.b_off());
-              spread_copies(k);
-            } else {
-              last_k_loads();
+        for (int k = 0; k < C::BK; ++k) {
+          if (k < C::BK - 1) {
+            lean_load_frag<C>(a[(k + 1) & 1], bv[(k + 1) & 1], As, Bs, k + 1, pos.a_off(),
+                              pos.b_off());
+            if constexpr (SPREAD) {
+              // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
+              if constexpr (FAST) {
+                if (k == 1) lean_a(prev, kt - 1 + S);
+                if (k == 5) lean_b(prev, kt - 1 + S);
+              } else {
+                if (kt > 0 && k == 1 && kt - 1 + S < KT) load_a(prev, kt - 1 + S);
+                if (kt > 0 && k == 5 && kt - 1 + S < KT) load_b(prev, kt - 1 + S);
+              }
+              if (k == 5 && (FAST || kt > 0)) cp_async_commit();
             }
-            warp_outer<C, O>(acc, a[k & 1], bv[k & 1]);
+          } else {
+            // Every fragment of tile kt is in registers.  Groups committed:
+            // S + kt; tile kt+1 is group kt+1, so S-2 may still be pending.
+            // (SPREAD: the group of tile kt - 1 + S was committed in this
+            // k-tile instead of after the previous barrier: the same count.)
+            cp_async_wait<S - 2>();
+            __syncthreads();  // tile kt+1 published; tile kt's slot retired
+            if constexpr (!SPREAD) {
+              if (kt + S < KT) load(cur, kt + S);
+              cp_async_commit();
+            }
+            // Tile kt+1's first fragments (stale but in-bounds smem after the
+            // last tile: never used).
+            const float* An = smem + nxt * C::kStageFloats;
+            lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
           }
+          warp_outer<C, O>(acc, a[k & 1], bv[k & 1]);
         }
         prev = cur;
         cur = nxt;
@@ -335,8 +298,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
 // Launches lean_kernel for an f32 problem (every layout; 16-byte copies for
 // X-contiguous operands when aligned, as step 95).
-template <class C, class Order, bool PREFETCH, bool SPREAD = false, FmaOrder O = FmaOrder::rows,
-          bool ROLLED = false>
+template <class C, class Order, bool PREFETCH, bool SPREAD = false, FmaOrder O = FmaOrder::rows>
 const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
                         const char* f32_only_error) {
   return launch_tiled_f32<C, Order>(
@@ -345,7 +307,7 @@ const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream
        "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
       [](auto a, auto b, auto v) {
         return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, PREFETCH,
-                           SPREAD, O, ROLLED>;
+                           SPREAD, O>;
       });
 }
 
