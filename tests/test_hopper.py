@@ -595,9 +595,9 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None)
     """Mirror of hopper.cu's slab_width_as_called(): an NN / NT / TN problem
     (TT: none) with M > N runs as called on the one-slab tiles slab_width
     would give its swapped problem (N x M) with a K-major B, W columns of N
-    by 64 rows of M, an N-major B (NN, TN) only for W = 16, 32 or 64; C
-    (fresh, contiguous) 16-byte aligned, a column-major A's rows too
-    (M % 8 == 0).  The tile name or None."""
+    by 64 rows of M, an N-major B (NN, TN) as n_major_slab says; C (fresh,
+    contiguous) 16-byte aligned, a column-major A's rows too (M % 8 == 0).
+    The tile name or None."""
     if M <= N or layout == "TT" or (layout[0] == "T" and M % 8) or not swappable16(dtype, M, N, "N" + layout[1], batch):
         return None
     tile = slab_rule(N, M, False, batch, rule, streamk)
@@ -756,7 +756,7 @@ def test_slab_as_called_rule(monkeypatch, dtype, layout):
     # A small N runs as called on the one-slab tiles the swapped problem
     # (N x M) would get with a K-major B: SLAB_RULE_SHAPES transposed, their
     # NT column (where C's rows, N long, are 16-byte aligned; an N-major B
-    # (NN, TN) only 16, 32 or 64 wide); TT never.
+    # (NN, TN) as n_major_slab says); TT never.
     for N, M, K, _, nt in SLAB_RULE_SHAPES:
         want = None if N % 8 else nt if layout == "NT" else n_major_slab(nt, N, layout)
         assert slab_width_as_called(dtype, M, N, layout) == want, (M, N)
