@@ -1,9 +1,9 @@
-"""Stream-K's division of work (csrc/cuda/hopper/stream_k.h) checked on the
-host: tests/host/sm90_streamk.cpp walks every CTA's run the way the sm_90a
-kernels do and checks coverage, which pieces park a partial and which CTAs
-each owner waits for, over a range of tile counts, grids and K depths.  Built
-with nvcc (host code only), so it runs in CI without a GPU; skips where nvcc
-is missing."""
+"""Stream-K's division of work (csrc/cuda/stream_k.h: the sm_90a kernels' and
+the strict-fp32 SIMT kernel's) checked on the host: tests/host/sm90_streamk.cpp
+walks every CTA's run the way the kernels do and checks coverage, which
+pieces park a partial and which CTAs each owner waits for, over a range of
+tile counts, grids and K depths.  Built with nvcc (host code only), so it runs
+in CI without a GPU; skips where nvcc is missing."""
 import subprocess
 
 import pytest

@@ -1,8 +1,8 @@
-// Host-only check of stream-K's division of work (csrc/cuda/hopper/
-// stream_k.h, the helpers the sm_90a kernels run): for every (tiles, grid,
-// k-blocks) read from stdin as "tiles grid k_blocks" lines, with sk_tiles as
-// hopper.h's stream_k_tiles deals them, it walks every CTA's run the way the
-// kernel does and checks that
+// Host-only check of stream-K's division of work (csrc/cuda/stream_k.h, the
+// helpers the sm_90a kernels and the strict-fp32 SIMT kernel run): for every
+// (tiles, grid, k-blocks) read from stdin as "tiles grid k_blocks" lines,
+// with sk_tiles as stream_k_tiles deals them, it walks every CTA's run the
+// way the kernels do and checks that
 //   * the pieces cover each tile's k-blocks exactly once;
 //   * a piece that does not end its tile is the first its CTA computes, and
 //     no CTA has two (one partial slot per CTA);
@@ -16,10 +16,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "cuda/hopper/hopper.h"
-#include "cuda/hopper/stream_k.h"
+#include "cuda/stream_k.h"
 
-using namespace tiled::cuda::sm90;
+using namespace tiled::cuda;
 
 namespace {
 

@@ -57,7 +57,7 @@
 #include "../settings.h"
 #include "hopper.h"
 #include "ptx.cuh"
-#include "stream_k.h"
+#include "../stream_k.h"
 #include "tensor_map.h"
 #include "../smem_opt_in.h"
 

@@ -24,7 +24,6 @@ using sm90::Tile;
 using sm90::tile_bn;
 using sm90::tile_swapped_only;
 using sm90::slab_width_index;
-using sm90::stream_k_tiles;
 using sm90::c_tma_ok;
 using sm90::tma_stride_ok;
 
@@ -745,7 +744,7 @@ bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev) {
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
   Choice c;
   if (!plan(p, dev, nullptr, &c)) return 0;
-  return c.sk_tiles > 0 ? sm90::stream_k_workspace_bytes(dev.num_sms, tile_bn(c.tile)) : 0;
+  return c.sk_tiles > 0 ? stream_k_workspace_bytes(dev.num_sms, tile_bn(c.tile)) : 0;
 }
 
 const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {

@@ -11,6 +11,7 @@
 
 #include "../../gemm_problem.h"
 #include "../dispatch.h"
+#include "../stream_k.h"
 
 namespace tiled {
 namespace cuda {
@@ -68,22 +69,6 @@ struct Choice {
   // without cluster; `tile` unused.
   int slab = 0;
 };
-
-// Stream-K tiles for `tiles` output tiles of `k_blocks` k-blocks on a grid
-// of `grid` CTAs: all of them when they fill less than one wave, else the
-// last partial wave plus one full wave (so a tile is split over at most two
-// CTAs); 0 when the tiles fill whole waves, or some CTA would get no k-block.
-constexpr int64_t stream_k_tiles(int64_t tiles, int64_t grid, int64_t k_blocks) {
-  if (grid <= 1 || tiles % grid == 0) return 0;
-  const int64_t sk = tiles < grid ? tiles : tiles % grid + grid;
-  return sk * k_blocks >= grid ? sk : 0;
-}
-// Workspace of a stream-K launch on `grid` CTAs: a zeroed flag per consumer
-// warpgroup (rounded to 256 bytes), then one fp32 partial tile per CTA.
-constexpr size_t stream_k_flag_bytes(int64_t grid) { return static_cast<size_t>((grid * 2 * 4 + 255) / 256 * 256); }
-constexpr size_t stream_k_workspace_bytes(int64_t grid, int bn) {
-  return stream_k_flag_bytes(grid) + static_cast<size_t>(grid) * 128 * bn * 4;
-}
 
 // TMA's rules for a non-contiguous dimension: positive, a multiple of 16 bytes, < 2^40 bytes.
 inline bool tma_stride_ok(int64_t stride_elems, int es) {

@@ -1,6 +1,8 @@
-// Stream-K's division of work (sm_90a kernels, gemm_sm90.cuh), as plain
-// integer arithmetic for host and device, so tests/host/sm90_streamk.cpp can
-// check it without a GPU.
+// Stream-K's division of work, shared by the sm_90a kernels (hopper/
+// gemm_sm90.cuh) and the strict-fp32 SIMT kernel (ladder/11_lean_pipeline.cuh),
+// as plain integer arithmetic for host and device, so tests/host/
+// sm90_streamk.cpp can check it without a GPU; and the GPU-scope flags the
+// pieces of a tile meet on.
 //
 // The first sk_tiles output tiles, k_blocks k-blocks each, are I = sk_tiles *
 // k_blocks global k-iterations; CTA i of a grid of g takes the run [I * i / g,
@@ -24,7 +26,6 @@
 
 namespace tiled {
 namespace cuda {
-namespace sm90 {
 
 // A CTA's run of global k-iterations [pos, end); sk_prev consumes it from the end.
 struct SkRun {
@@ -57,7 +58,38 @@ TILED_SK_FN int sk_first_run(int64_t sk_tiles, int k_blocks, int unit, int grid)
   return first;
 }
 
-}  // namespace sm90
+// Stream-K tiles for `tiles` output tiles of `k_blocks` k-blocks on a grid
+// of `grid` CTAs: all of them when they fill less than one wave, else the
+// last partial wave plus one full wave (so a tile is split over at most two
+// CTAs); 0 when the tiles fill whole waves, or some CTA would get no k-block.
+constexpr int64_t stream_k_tiles(int64_t tiles, int64_t grid, int64_t k_blocks) {
+  if (grid <= 1 || tiles % grid == 0) return 0;
+  const int64_t sk = tiles < grid ? tiles : tiles % grid + grid;
+  return sk * k_blocks >= grid ? sk : 0;
+}
+// Workspace of a stream-K launch on `grid` CTAs: two zeroed flags per CTA
+// (one per consumer warpgroup of the sm_90a kernels; the SIMT kernel uses
+// the first), rounded to 256 bytes, then one fp32 partial tile of 128 x bn
+// per CTA.
+constexpr size_t stream_k_flag_bytes(int64_t grid) { return static_cast<size_t>((grid * 2 * 4 + 255) / 256 * 256); }
+constexpr size_t stream_k_workspace_bytes(int64_t grid, int bn) {
+  return stream_k_flag_bytes(grid) + static_cast<size_t>(grid) * 128 * bn * 4;
+}
+
+#if defined(__CUDACC__)
+// GPU-scope flags between CTAs (stream-K partial tiles): a release store
+// after this thread's (and, through a preceding barrier, its peers') global
+// writes; an acquire load that later reads may rely on.
+__device__ __forceinline__ void st_release_gpu(int* p, int v) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+#endif
+
 }  // namespace cuda
 }  // namespace tiled
 
