@@ -478,6 +478,63 @@ def test_strict_fp32_split_k(layout, monkeypatch):
         assert_close_rel(gemm(a, b, bias), reference(a, b, bias), torch.float32)
 
 
+def _streamk_shapes(sms):
+    """(M, N, K) of strict fp32 problems whose 128 x 256 tiles fill more than
+    one wave on `sms` SMs but not a whole number of waves: ragged (edge tiles
+    in M and N, a partial last k-tile) and aligned."""
+    rows = 12
+    cols = -(-(sms + 5) // rows)
+    if (rows * cols) % sms == 0:
+        cols += 1
+    return [(rows * 128 - 36, cols * 256 - 77, 1000), (rows * 128, cols * 256, 1024)]
+
+
+@needs_cuda
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_strict_fp32_stream_k(layout, monkeypatch):
+    """Strict fp32 whose 128x256 tiles leave the last wave partly idle deals
+    the last partial wave plus one full wave to every SM as runs of k-tiles
+    (stream-K, partials added in a fixed order): right against float64 with
+    bias on interior and edge tiles, the same bits on every run and under
+    CUDA-graph replay; TILED_SIMT_STREAMK=0 runs whole tiles; =1 also deals
+    fewer tiles than SMs (a tile then has up to three pieces)."""
+    monkeypatch.delenv("TILED_SIMT_STREAMK", raising=False)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    with tf32_mode(False):
+        for M, N, K in _streamk_shapes(sms):
+            a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=M + N + K)
+            name = torch.ops.tiled.gemm_kernel_name(a, b)
+            if _is_hopper() or name.startswith("simt_fast"):
+                assert name == "simt_fast_streamk", (M, N, K, name)
+            check(M, N, K, torch.float32, "cuda", layout, bias=True, seed=M + N + K)
+            bias = torch.randn(N, device="cuda")
+            first = gemm(a, b, bias)
+            assert torch.equal(first, gemm(a, b, bias)), (M, N, K)
+            assert_close_rel(first, reference(a, b, bias), torch.float32)
+        captured = graph_replay(lambda: gemm(a, b, bias), lambda: a.copy_(torch.randn_like(a)))
+        assert torch.equal(captured, gemm(a, b, bias))
+        monkeypatch.setenv("TILED_SIMT_STREAMK", "0")
+        name = torch.ops.tiled.gemm_kernel_name(a, b)
+        if _is_hopper() or name.startswith("simt_fast"):
+            assert name == "simt_fast", name
+        assert_close_rel(gemm(a, b, bias), reference(a, b, bias), torch.float32)
+        # Fewer tiles than SMs (but more than half: no split-K): whole tiles
+        # by default, stream-K with =1.
+        M, N, K = 1280 - 3, (sms // 20 + 1) * 256, 1032
+        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=7)
+        monkeypatch.delenv("TILED_SIMT_STREAMK")
+        name = torch.ops.tiled.gemm_kernel_name(a, b)
+        if _is_hopper() or name.startswith("simt_fast"):
+            assert name == "simt_fast", name
+        monkeypatch.setenv("TILED_SIMT_STREAMK", "1")
+        name = torch.ops.tiled.gemm_kernel_name(a, b)
+        if _is_hopper() or name.startswith("simt_fast"):
+            assert name == "simt_fast_streamk", name
+        check(M, N, K, torch.float32, "cuda", layout, bias=True, seed=7)
+        first = gemm(a, b)
+        assert torch.equal(first, gemm(a, b))
+
+
 @needs_cuda
 @pytest.mark.parametrize("layout", ["NT", "TT"])
 def test_strict_fp32_stage_b_switch(layout, monkeypatch):

@@ -205,7 +205,7 @@ const char* name_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_config_name(p, dev);
     case Family::hopper: return hopper_config_name(p, dev);
-    case Family::simt_fast: return simt_fast_splits_k(p, dev) ? "simt_fast_splitk" : "simt_fast";
+    case Family::simt_fast: return simt_fast_config_name(p, dev);
     case Family::simt_general: break;
   }
   return "simt_general";

@@ -82,11 +82,14 @@ const char* ladder_step_name(int step);
 
 // Fast strict-fp32 SIMT kernel (the ladder's last step, tuned for Hopper).
 bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev);
-// `workspace`: simt_fast_workspace_bytes(p, dev) bytes (null: no split-K).
+// `workspace`: simt_fast_workspace_bytes(p, dev) bytes (null: neither
+// split-K nor stream-K).
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace);
 size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
-// Whether simt_fast splits K for `p` (given a workspace).
-bool simt_fast_splits_k(const GemmProblem& p, const DeviceInfo& dev);
+// What simt_fast runs for `p` given a workspace: "simt_fast_splitk" (K split
+// over the SMs), "simt_fast_streamk" (stream-K over the last wave) or
+// "simt_fast".
+const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev);
 // Whether simt_fast takes `p` with its large (128-row block) config rather
 // than a sliced-K one for few tiles.
 bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev);

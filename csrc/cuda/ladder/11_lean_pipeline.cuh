@@ -33,6 +33,7 @@
 #include <type_traits>
 
 #include "08_hilbert.cuh"
+#include "../stream_k.h"
 
 namespace tiled {
 namespace cuda {
@@ -123,6 +124,22 @@ __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C:
     *reinterpret_cast<float4*>(&bv[4 * g]) =
         *reinterpret_cast<const float4*>(Bs + k * C::kLdB + b_off + g * C::kBGroup);
 }
+// Stream-K (SK instances, step 109 as simt_fast's large config): the first
+// sk_tiles tiles in the block order are dealt to CTAs 0 .. sk_grid - 1 as
+// runs of k-tiles (../stream_k.h: pieces last tile first; a piece that does
+// not end its tile parks its fp32 partial and raises its CTA's flag; the
+// piece ending a tile waits for the flags of the CTAs holding the tile's
+// other pieces and adds their partials in k order, so the bits are the same
+// on every run).  Blocks sk_grid, sk_grid + 1, ... take whole tiles sk_tiles,
+// sk_tiles + 1, ...  A zero sk_grid: one whole tile per block (every other
+// instance; the arguments are then unused).
+struct LeanStreamK {
+  int64_t sk_tiles = 0;
+  int sk_grid = 0;
+  int* flags = nullptr;       // [sk_grid][2], zero at launch; CTA i raises flags[2 * i]
+  float* partials = nullptr;  // [sk_grid][threads * TM * TN], thread-interleaved float4
+};
+
 // Step 106 (SPREAD, with PREFETCH): the copies of tile kt + S no longer
 // follow tile kt's barrier in one burst; they go into tile kt + 1's k-loop,
 // A's at k = 1 and B's at k = 5 (committed there), between the FFMAs.  In
@@ -132,183 +149,250 @@ __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C:
 // the long scoreboard): 3.6% of all warp samples on that one instruction.
 // The copy still has ~1.9 k-tiles to land before its barrier.
 template <class C, class Order, bool AXC, bool BXC, bool VEC, bool PREFETCH, bool SPREAD = false,
-          FmaOrder O = FmaOrder::rows>
+          FmaOrder O = FmaOrder::rows, bool SK = false>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
-    lean_kernel(Params<float> p, int64_t tiles_m, int64_t tiles_n, int panel) {
+    lean_kernel(Params<float> p, int64_t tiles_m, int64_t tiles_n, int panel, LeanStreamK sk) {
   constexpr int S = C::kStages;
   static_assert(S >= 2 && C::BK % 2 == 0, "a pipeline needs two stages; even BK for the buffers");
+  static_assert(!SK || PREFETCH, "stream-K pieces run the prefetching loop");
   extern __shared__ __align__(16) float smem[];
   constexpr int G = C::kThreads;
   const int tid = threadIdx.x;
   const WarpTilePos<C> pos(tid);
-  int64_t tm, tn;
-  Order::tile(blockIdx.x, tiles_m, tiles_n, panel, tm, tn);
-  const int64_t m0 = tm * C::BM, n0 = tn * C::BN;
-  const int m_rem = clamp_int(p.M - m0, 0, C::BM), n_rem = clamp_int(p.N - n0, 0, C::BN);
-  const bool interior = m_rem == C::BM && n_rem == C::BN;  // block-uniform
   const int64_t KT = (p.K + C::BK - 1) / C::BK;
-  // k-tiles [0, kt_fast) take the fast path: interior tiles without a k edge.
-  const int64_t kt_fast = interior ? p.K / C::BK : 0;
   using MapA = LeanMap<AXC, VEC, C::BM, G>;
   using MapB = LeanMap<BXC, VEC, C::BN, G>;
 
   TILED_BATCH_LOOP(p, b) {
-    const OperandView<AXC> A{p.a + b * p.a_bs, AXC ? p.a_cs : p.a_rs};
-    const OperandView<BXC> B{p.b + b * p.b_bs, BXC ? p.b_rs : p.b_cs};
-    // Fast-path sources: this thread's first element of k-tile 0, and how far
-    // it moves per k-tile.  Only dereferenced for interior tiles.
-    const float* a_src = interior ? A.at(m0 + MapA::x_first(tid), MapA::k_first(tid)) : A.base;
-    const float* b_src = interior ? B.at(n0 + MapB::x_first(tid), MapB::k_first(tid)) : B.base;
-    const int64_t a_kstep = AXC ? C::BK * A.ld : C::BK;
-    const int64_t b_kstep = BXC ? C::BK * B.ld : C::BK;
-    // Tile kt's A / B into slot `stage`: lean_a / lean_b are the fast path
-    // (interior, kt < kt_fast), load_a / load_b pick it or the zero-filling
-    // copies.
-    auto lean_a = [&](int stage, int64_t kt) {
-      copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(smem + stage * C::kStageFloats, a_src + kt * a_kstep,
-                                                         A.ld, tid);
-    };
-    auto lean_b = [&](int stage, int64_t kt) {
-      copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(smem + stage * C::kStageFloats + C::BK * C::kLdA,
-                                                         b_src + kt * b_kstep, B.ld, tid);
-    };
-    auto load_a = [&](int stage, int64_t kt) {
-      float* As = smem + stage * C::kStageFloats;
-      if (kt < kt_fast) {
-        lean_a(stage, kt);
-      } else {
-        const int64_t k0 = kt * C::BK;
-        copy_tile_async<AXC, VEC, C::BM, C::BK, G, C::kLdA>(As, A.at(m0, k0), A.base, A.ld, m_rem,
-                                                            clamp_int(p.K - k0, 0, C::BK), tid);
-      }
-    };
-    auto load_b = [&](int stage, int64_t kt) {
-      float* Bs = smem + stage * C::kStageFloats + C::BK * C::kLdA;
-      if (kt < kt_fast) {
-        lean_b(stage, kt);
-      } else {
-        const int64_t k0 = kt * C::BK;
-        copy_tile_async<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Bs, B.at(n0, k0), B.base, B.ld, n_rem,
-                                                            clamp_int(p.K - k0, 0, C::BK), tid);
-      }
-    };
-    auto load = [&](int stage, int64_t kt) {
-      load_a(stage, kt);
-      load_b(stage, kt);
-    };
-    float acc[C::TM][C::TN] = {};
-    if constexpr (!PREFETCH) {
-      // Step 100: step 95's schedule (barrier at the top of each k-tile).
-#pragma unroll
-      for (int s = 0; s < S - 1; ++s) {
-        if (s < KT) load(s, s);
-        cp_async_commit();
-      }
-      int read_stage = 0, write_stage = S - 1;
-      for (int64_t kt = 0; kt < KT; ++kt) {
-        cp_async_wait<S - 2>();  // my copies of tile kt have landed
-        __syncthreads();         // everyone's have; tile kt-1's slot is free
-        if (kt + S - 1 < KT) load(write_stage, kt + S - 1);
-        cp_async_commit();
-        const float* As = smem + read_stage * C::kStageFloats;
-        const float* Bs = As + C::BK * C::kLdA;
-#pragma unroll
-        for (int k = 0; k < C::BK; ++k) {
-          float a[C::TM], bv[C::TN];
-          lean_load_frag<C>(a, bv, As, Bs, k, pos.a_off(), pos.b_off());
-          warp_outer<C>(acc, a, bv);
-        }
-        read_stage = read_stage == S - 1 ? 0 : read_stage + 1;
-        write_stage = write_stage == S - 1 ? 0 : write_stage + 1;
-      }
-      __syncthreads();  // the next batch's prologue overwrites slots still being read
-    } else {
-      // Step 101: all S slots start filling; the barrier sits before the last k.
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        if (s < KT) load(s, s);
-        cp_async_commit();
-      }
-      cp_async_wait<S - 1>();  // tile 0 (mine)
-      __syncthreads();         // tile 0 (everyone's)
-      float a[2][C::TM], bv[2][C::TN];
-      lean_load_frag<C>(a[0], bv[0], smem, smem + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
-      int cur = 0;  // slot of tile kt
-      int prev = S - 1;  // slot of tile kt - 1
-      static_assert(!SPREAD || C::BK >= 8, "SPREAD copies at k = 1 and 5 of a k-tile");
-      // One k-tile.  FAST (SPREAD only): the copies it issues are fast-path
-      // ones, unconditionally, so the unrolled FFMA stream has no branch;
-      // the loop picks the version once per k-tile.
-      auto ktile = [&](int64_t kt, auto fast) {
-        [[maybe_unused]] constexpr bool FAST = decltype(fast)::value;
-        const float* As = smem + cur * C::kStageFloats;
-        const float* Bs = As + C::BK * C::kLdA;
-        const int nxt = cur == S - 1 ? 0 : cur + 1;
-#pragma unroll
-        for (int k = 0; k < C::BK; ++k) {
-          if (k < C::BK - 1) {
-            lean_load_frag<C>(a[(k + 1) & 1], bv[(k + 1) & 1], As, Bs, k + 1, pos.a_off(),
-                              pos.b_off());
-            if constexpr (SPREAD) {
-              // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
-              if constexpr (FAST) {
-                if (k == 1) lean_a(prev, kt - 1 + S);
-                if (k == 5) lean_b(prev, kt - 1 + S);
-              } else {
-                if (kt > 0 && k == 1 && kt - 1 + S < KT) load_a(prev, kt - 1 + S);
-                if (kt > 0 && k == 5 && kt - 1 + S < KT) load_b(prev, kt - 1 + S);
-              }
-              if (k == 5 && (FAST || kt > 0)) cp_async_commit();
-            }
-          } else {
-            // Every fragment of tile kt is in registers.  Groups committed:
-            // S + kt; tile kt+1 is group kt+1, so S-2 may still be pending.
-            // (SPREAD: the group of tile kt - 1 + S was committed in this
-            // k-tile instead of after the previous barrier: the same count.)
-            cp_async_wait<S - 2>();
-            __syncthreads();  // tile kt+1 published; tile kt's slot retired
-            if constexpr (!SPREAD) {
-              if (kt + S < KT) load(cur, kt + S);
-              cp_async_commit();
-            }
-            // Tile kt+1's first fragments (stale but in-bounds smem after the
-            // last tile: never used).
-            const float* An = smem + nxt * C::kStageFloats;
-            lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
-          }
-          warp_outer<C, O>(acc, a[k & 1], bv[k & 1]);
-        }
-        prev = cur;
-        cur = nxt;
+    // One piece of work: k-tiles [kt0, kt1) of tile `unit` (block order).
+    auto piece = [&](int64_t unit, int64_t kt0, int64_t kt1) {
+      int64_t tm, tn;
+      Order::tile(unit, tiles_m, tiles_n, panel, tm, tn);
+      const int64_t m0 = tm * C::BM, n0 = tn * C::BN;
+      const int m_rem = clamp_int(p.M - m0, 0, C::BM), n_rem = clamp_int(p.N - n0, 0, C::BN);
+      const bool interior = m_rem == C::BM && n_rem == C::BN;  // block-uniform
+      // k-tiles below kt_fast take the fast path: interior tiles without a k edge.
+      const int64_t kt_fast = interior ? p.K / C::BK : 0;
+      const OperandView<AXC> A{p.a + b * p.a_bs, AXC ? p.a_cs : p.a_rs};
+      const OperandView<BXC> B{p.b + b * p.b_bs, BXC ? p.b_rs : p.b_cs};
+      // Fast-path sources: this thread's first element of k-tile 0, and how far
+      // it moves per k-tile.  Only dereferenced for interior tiles.
+      const float* a_src = interior ? A.at(m0 + MapA::x_first(tid), MapA::k_first(tid)) : A.base;
+      const float* b_src = interior ? B.at(n0 + MapB::x_first(tid), MapB::k_first(tid)) : B.base;
+      const int64_t a_kstep = AXC ? C::BK * A.ld : C::BK;
+      const int64_t b_kstep = BXC ? C::BK * B.ld : C::BK;
+      // Tile kt's A / B into slot `stage`: lean_a / lean_b are the fast path
+      // (interior, kt < kt_fast), load_a / load_b pick it or the zero-filling
+      // copies.
+      auto lean_a = [&](int stage, int64_t kt) {
+        copy_tile_lean<AXC, VEC, C::BM, C::BK, G, C::kLdA>(smem + stage * C::kStageFloats, a_src + kt * a_kstep,
+                                                           A.ld, tid);
       };
-      for (int64_t kt = 0; kt < KT; ++kt) {
-        if (SPREAD && kt > 0 && kt - 1 + S < kt_fast)
-          ktile(kt, std::true_type{});
-        else
-          ktile(kt, std::false_type{});
+      auto lean_b = [&](int stage, int64_t kt) {
+        copy_tile_lean<BXC, VEC, C::BN, C::BK, G, C::kLdB>(smem + stage * C::kStageFloats + C::BK * C::kLdA,
+                                                           b_src + kt * b_kstep, B.ld, tid);
+      };
+      auto load_a = [&](int stage, int64_t kt) {
+        float* As = smem + stage * C::kStageFloats;
+        if (kt < kt_fast) {
+          lean_a(stage, kt);
+        } else {
+          const int64_t k0 = kt * C::BK;
+          copy_tile_async<AXC, VEC, C::BM, C::BK, G, C::kLdA>(As, A.at(m0, k0), A.base, A.ld, m_rem,
+                                                              clamp_int(p.K - k0, 0, C::BK), tid);
+        }
+      };
+      auto load_b = [&](int stage, int64_t kt) {
+        float* Bs = smem + stage * C::kStageFloats + C::BK * C::kLdA;
+        if (kt < kt_fast) {
+          lean_b(stage, kt);
+        } else {
+          const int64_t k0 = kt * C::BK;
+          copy_tile_async<BXC, VEC, C::BN, C::BK, G, C::kLdB>(Bs, B.at(n0, k0), B.base, B.ld, n_rem,
+                                                              clamp_int(p.K - k0, 0, C::BK), tid);
+        }
+      };
+      auto load = [&](int stage, int64_t kt) {
+        load_a(stage, kt);
+        load_b(stage, kt);
+      };
+      float acc[C::TM][C::TN] = {};
+      if constexpr (!PREFETCH) {
+        // Step 100: step 95's schedule (barrier at the top of each k-tile).
+#pragma unroll
+        for (int s = 0; s < S - 1; ++s) {
+          if (kt0 + s < kt1) load(s, kt0 + s);
+          cp_async_commit();
+        }
+        int read_stage = 0, write_stage = S - 1;
+        for (int64_t kt = kt0; kt < kt1; ++kt) {
+          cp_async_wait<S - 2>();  // my copies of tile kt have landed
+          __syncthreads();         // everyone's have; tile kt-1's slot is free
+          if (kt + S - 1 < kt1) load(write_stage, kt + S - 1);
+          cp_async_commit();
+          const float* As = smem + read_stage * C::kStageFloats;
+          const float* Bs = As + C::BK * C::kLdA;
+#pragma unroll
+          for (int k = 0; k < C::BK; ++k) {
+            float a[C::TM], bv[C::TN];
+            lean_load_frag<C>(a, bv, As, Bs, k, pos.a_off(), pos.b_off());
+            warp_outer<C>(acc, a, bv);
+          }
+          read_stage = read_stage == S - 1 ? 0 : read_stage + 1;
+          write_stage = write_stage == S - 1 ? 0 : write_stage + 1;
+        }
+        __syncthreads();  // the next batch's prologue overwrites slots still being read
+      } else {
+        // Step 101: all S slots start filling; the barrier sits before the last k.
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+          if (kt0 + s < kt1) load(s, kt0 + s);
+          cp_async_commit();
+        }
+        cp_async_wait<S - 1>();  // tile 0 (mine)
+        __syncthreads();         // tile 0 (everyone's)
+        float a[2][C::TM], bv[2][C::TN];
+        lean_load_frag<C>(a[0], bv[0], smem, smem + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
+        int cur = 0;  // slot of tile kt
+        int prev = S - 1;  // slot of tile kt - 1
+        static_assert(!SPREAD || C::BK >= 8, "SPREAD copies at k = 1 and 5 of a k-tile");
+        // One k-tile.  FAST (SPREAD only): the copies it issues are fast-path
+        // ones, unconditionally, so the unrolled FFMA stream has no branch;
+        // the loop picks the version once per k-tile.
+        auto ktile = [&](int64_t kt, auto fast) {
+          [[maybe_unused]] constexpr bool FAST = decltype(fast)::value;
+          const float* As = smem + cur * C::kStageFloats;
+          const float* Bs = As + C::BK * C::kLdA;
+          const int nxt = cur == S - 1 ? 0 : cur + 1;
+#pragma unroll
+          for (int k = 0; k < C::BK; ++k) {
+            if (k < C::BK - 1) {
+              lean_load_frag<C>(a[(k + 1) & 1], bv[(k + 1) & 1], As, Bs, k + 1, pos.a_off(),
+                                pos.b_off());
+              if constexpr (SPREAD) {
+                // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
+                if constexpr (FAST) {
+                  if (k == 1) lean_a(prev, kt - 1 + S);
+                  if (k == 5) lean_b(prev, kt - 1 + S);
+                } else {
+                  if (kt > kt0 && k == 1 && kt - 1 + S < kt1) load_a(prev, kt - 1 + S);
+                  if (kt > kt0 && k == 5 && kt - 1 + S < kt1) load_b(prev, kt - 1 + S);
+                }
+                if (k == 5 && (FAST || kt > kt0)) cp_async_commit();
+              }
+            } else {
+              // Every fragment of tile kt is in registers.  Groups committed:
+              // S + kt; tile kt+1 is group kt+1, so S-2 may still be pending.
+              // (SPREAD: the group of tile kt - 1 + S was committed in this
+              // k-tile instead of after the previous barrier: the same count.)
+              cp_async_wait<S - 2>();
+              __syncthreads();  // tile kt+1 published; tile kt's slot retired
+              if constexpr (!SPREAD) {
+                if (kt + S < kt1) load(cur, kt + S);
+                cp_async_commit();
+              }
+              // Tile kt+1's first fragments (stale but in-bounds smem after the
+              // last tile: never used).
+              const float* An = smem + nxt * C::kStageFloats;
+              lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
+            }
+            warp_outer<C, O>(acc, a[k & 1], bv[k & 1]);
+          }
+          prev = cur;
+          cur = nxt;
+        };
+        // The fast k-tiles' copies (tile kt - 1 + S) are all below kt1 and kt_fast.
+        const int64_t fast_end = kt_fast < kt1 ? kt_fast : kt1;
+        for (int64_t kt = kt0; kt < kt1; ++kt) {
+          if (SPREAD && kt > kt0 && kt - 1 + S < fast_end)
+            ktile(kt, std::true_type{});
+          else
+            ktile(kt, std::false_type{});
+        }
+        // The last iteration read tile KT's (stale, unused) first fragments
+        // after its barrier: one more before the next batch's prologue
+        // overwrites that slot (only empty copy groups are pending).
+        __syncthreads();
       }
-      // The last iteration read tile KT's (stale, unused) first fragments
-      // after its barrier: one more before the next batch's prologue
-      // overwrites that slot (only empty copy groups are pending).
-      __syncthreads();
+      if constexpr (SK) {
+        // Partial tiles: thread tid's accumulators as float4 q = i * TN / 4 + g
+        // (row i, columns 4g..4g+3) at q * threads + tid of its CTA's slot.
+        constexpr int kQuads = C::TM * C::TN / 4;
+        auto slot = [&](int64_t cta) { return reinterpret_cast<float4*>(sk.partials) + cta * (kQuads * G); };
+        if (kt1 < KT) {
+          // Not the tile's end: its CTA's first piece (stream_k.h); park it.
+          float4* dst = slot(blockIdx.x);
+#pragma unroll
+          for (int i = 0; i < C::TM; ++i)
+#pragma unroll
+            for (int g = 0; g < C::TN / 4; ++g)
+              __stcg(dst + (i * (C::TN / 4) + g) * G + tid,
+                     make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]));
+          __syncthreads();
+          if (tid == 0) {
+            __threadfence();
+            st_release_gpu(sk.flags + 2 * blockIdx.x, 1);
+          }
+          return;
+        }
+        if (kt0 > 0) {
+          // The owner: the tile's other pieces are the last pieces of CTAs
+          // sk_first_run .. this one - 1; their partials, in k order.
+          const int first = sk_first_run(sk.sk_tiles, static_cast<int>(KT), static_cast<int>(unit), sk.sk_grid);
+          for (int j = first; j < static_cast<int>(blockIdx.x); ++j) {
+            while (ld_acquire_gpu(sk.flags + 2 * j) == 0) {
+            }
+            const float4* src = slot(j);
+#pragma unroll
+            for (int i = 0; i < C::TM; ++i)
+#pragma unroll
+              for (int g = 0; g < C::TN / 4; ++g) {
+                const float4 v = __ldcg(src + (i * (C::TN / 4) + g) * G + tid);
+                acc[i][4 * g] += v.x;
+                acc[i][4 * g + 1] += v.y;
+                acc[i][4 * g + 2] += v.z;
+                acc[i][4 * g + 3] += v.w;
+              }
+          }
+        }
+      }
+      warp_tile_store<C>(p, p.c + b * p.c_bs, acc, m0 + pos.a_off(), n0 + pos.b_off());
+    };
+    if constexpr (SK) {
+      if (static_cast<int>(blockIdx.x) >= sk.sk_grid) {
+        piece(sk.sk_tiles + (blockIdx.x - sk.sk_grid), 0, KT);
+      } else {
+        // A stream-K CTA: its run's pieces, last tile first (stream_k.h).
+        SkRun run{sk_run_begin(sk.sk_tiles, static_cast<int>(KT), blockIdx.x, sk.sk_grid),
+                  sk_run_begin(sk.sk_tiles, static_cast<int>(KT), blockIdx.x + 1, sk.sk_grid)};
+        int unit, kt0, kt1;
+        while (sk_prev(run, static_cast<int>(KT), unit, kt0, kt1)) piece(unit, kt0, kt1);
+      }
+    } else {
+      piece(blockIdx.x, 0, KT);
     }
-    warp_tile_store<C>(p, p.c + b * p.c_bs, acc, m0 + pos.a_off(), n0 + pos.b_off());
   }
 }
 
 // Launches lean_kernel for an f32 problem (every layout; 16-byte copies for
 // X-contiguous operands when aligned, as step 95).
-template <class C, class Order, bool PREFETCH, bool SPREAD = false, FmaOrder O = FmaOrder::rows>
+// SK: the stream-K instances, launched on sk.sk_grid + tiles - sk.sk_tiles
+// blocks (batch 1; sk.sk_grid > 0, the flags zeroed by the caller).
+template <class C, class Order, bool PREFETCH, bool SPREAD = false, FmaOrder O = FmaOrder::rows,
+          bool SK = false>
 const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
-                        const char* f32_only_error) {
+                        const char* f32_only_error, const LeanStreamK& sk = {}) {
+  int64_t blocks = 0;
+  if constexpr (SK) blocks = sk.sk_grid + ceil_div(pr.M, C::BM) * ceil_div(pr.N, C::BN) - sk.sk_tiles;
   return launch_tiled_f32<C, Order>(
       pr, dev, stream,
       {f32_only_error, "lean SIMT kernel: needs more shared memory per block than this device has",
        "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
       [](auto a, auto b, auto v) {
         return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, PREFETCH,
-                           SPREAD, O>;
-      });
+                           SPREAD, O, SK>;
+      },
+      blocks, sk);
 }
 
 }  // namespace ladder

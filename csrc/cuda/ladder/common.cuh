@@ -226,12 +226,13 @@ struct TiledLaunch {
   bool axc = false, bxc = false, vec = false;
 
   // Raises `kern`'s shared-memory limit once per device (`raised` must belong
-  // to this one kernel, see smem_opt_in.h) and launches it.
-  template <class Kernel>
+  // to this one kernel, see smem_opt_in.h) and launches it; `extra` follows
+  // the four common kernel arguments.
+  template <class Kernel, class... Extra>
   const char* launch(Kernel kern, int threads, int smem, std::atomic<uint64_t>& raised,
-                     cudaStream_t stream, const char* raise_failed) const {
+                     cudaStream_t stream, const char* raise_failed, Extra... extra) const {
     if (!raise_smem_limit(kern, smem, raised)) return raise_failed;
-    kern<<<grid, threads, smem, stream>>>(params, tiles_m, tiles_n, panel);
+    kern<<<grid, threads, smem, stream>>>(params, tiles_m, tiles_n, panel, extra...);
     return nullptr;
   }
 };
@@ -258,24 +259,30 @@ const char* plan_tiled_launch(const GemmProblem& pr, int64_t bm, int64_t bn, boo
 // problem's layout (bool_constant arguments; vec only where an X-contiguous
 // operand takes 16-byte copies: NT has none), with C's block and shared
 // memory.  Errors: the dtype, the device's shared memory, the opt-in.
+// blocks > 0: a grid of that many blocks instead of one per tile (batch 1
+// only); `extra`: kernel arguments after the common four.
 struct TiledErrors {
   const char* f32_only;
   const char* no_smem;
   const char* raise_failed;
 };
-template <class C, class Order, class Pick>
+template <class C, class Order, class Pick, class... Extra>
 const char* launch_tiled_f32(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
-                             const TiledErrors& err, Pick pick) {
+                             const TiledErrors& err, Pick pick, int64_t blocks = 0, Extra... extra) {
   if (pr.dtype != DType::f32) return err.f32_only;
   if (static_cast<size_t>(C::kSmemBytes) > dev.max_smem_per_block_optin) return err.no_smem;
   TiledLaunch l;
   if (const char* e = plan_tiled_launch<Order>(pr, C::BM, C::BN, /*vec_all=*/false, &l)) return e;
+  if (blocks > 0) {
+    if (pr.batch != 1 || blocks > 0x7fffffff) return "tiled f32 launch: a block count needs batch 1 and < 2^31 blocks";
+    l.grid = dim3(static_cast<unsigned>(blocks), 1, 1);
+  }
   return by_layout(l.axc, l.bxc, l.vec, [&](auto axc_c, auto bxc_c, auto vec_c) -> const char* {
     constexpr bool kA = decltype(axc_c)::value, kB = decltype(bxc_c)::value;
     constexpr bool kV = decltype(vec_c)::value && (kA || kB);
     static std::atomic<uint64_t> raised{0};  // one per instantiation of this lambda = per kernel
     return l.launch(pick(std::bool_constant<kA>{}, std::bool_constant<kB>{}, std::bool_constant<kV>{}),
-                    C::kThreads, C::kSmemBytes, raised, stream, err.raise_failed);
+                    C::kThreads, C::kSmemBytes, raised, stream, err.raise_failed, extra...);
   });
 }
 

@@ -54,6 +54,10 @@ const char* run_simt_lean_wide_cols(const GemmProblem& p, const DeviceInfo& dev,
 // Step 109 (simt_quads.cu, compiled with ptxas -O1: setup.py): 106 with the
 // FFMAs of each k in 2x2 quads; simt_fast's large config.
 const char* run_simt_quads(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);
+// Step 109 with stream-K over its first sk_tiles tiles on `grid` CTAs (ws:
+// stream_k_workspace_bytes(grid, 256) bytes; batch 1).
+const char* run_simt_quads_streamk(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s, void* ws,
+                                   int64_t sk_tiles, int grid);
 // Steps 96, 97 (simt_small.cu): sliced-K 64 x 64 / 32 x 32 tiles, every
 // layout; simt_fast_gemm uses them for problems with few 128 x 128 tiles.
 const char* run_simt_sliced_mid(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s);

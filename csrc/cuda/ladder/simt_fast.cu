@@ -28,6 +28,7 @@
 
 #include "08_hilbert.cuh"
 #include "../settings.h"
+#include "../stream_k.h"
 #include "ladder_steps.h"
 
 namespace tiled {
@@ -195,6 +196,26 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   return cudaGetLastError() == cudaSuccess ? nullptr : "simt_fast split-K: reduction launch failed";
 }
 
+// Stream-K over the large config's last partial wave (step 109 only:
+// TILED_SIMT_SPREAD unset; batch 1): with T tiles of 128 x 256 on S SMs
+// (one block each), whole tiles leave S - T % S SMs idle for the last wave;
+// stream_k_tiles(T, S, k-tiles) tiles are dealt to S CTAs as equal runs of
+// k-tiles instead (stream_k.h, 11_lean_pipeline.cuh), the rest run whole.
+// By default for T >= S and at least kMinStreamKTiles k-tiles (K >= 512);
+// TILED_SIMT_STREAMK=0 off, =1 also for T < S.  The bits depend on the SM
+// count (where the runs are cut), not on the run.
+constexpr int64_t kMinStreamKTiles = 32;
+int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
+  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0")) return 0;
+  for (const char* v : {"0", "1", "2", "3"})
+    if (setting_is("TILED_SIMT_SPREAD", v)) return 0;
+  const int64_t sms = sm_count(dev), k_tiles = ceil_div(p.K, 16);
+  const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
+  if (k_tiles < kMinStreamKTiles || k_tiles > (int64_t{1} << 24) || sms > 4096) return 0;
+  if (tiles < sms && !setting_is("TILED_SIMT_STREAMK", "1")) return 0;
+  return stream_k_tiles(tiles, sms, k_tiles);
+}
+
 enum class SimtPick { large, mid, small };
 SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
   const int64_t sms = sm_count(dev);
@@ -215,25 +236,50 @@ bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev) {
   return ladder::simt_pick(p, dev) == ladder::SimtPick::large;
 }
 
-bool simt_fast_splits_k(const GemmProblem& p, const DeviceInfo& dev) {
-  return p.dtype == DType::f32 && ladder::simt_split(p, dev).slices > 1;
+namespace {
+// What simt_fast runs for `p` given a workspace: split-K, stream-K (the
+// large config) or neither.
+enum class SimtMode { plain, split_k, stream_k };
+SimtMode simt_mode(const GemmProblem& p, const DeviceInfo& dev) {
+  if (p.dtype != DType::f32) return SimtMode::plain;
+  if (ladder::simt_split(p, dev).slices > 1) return SimtMode::split_k;
+  if (ladder::simt_pick(p, dev) == ladder::SimtPick::large && ladder::simt_streamk_tiles(p, dev) > 0)
+    return SimtMode::stream_k;
+  return SimtMode::plain;
+}
+}  // namespace
+
+const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev) {
+  switch (simt_mode(p, dev)) {
+    case SimtMode::split_k: return "simt_fast_splitk";
+    case SimtMode::stream_k: return "simt_fast_streamk";
+    case SimtMode::plain: break;
+  }
+  return "simt_fast";
 }
 
 size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.dtype != DType::f32) return 0;
-  // slices is 0 when K is not split.
-  return static_cast<size_t>(ladder::simt_split(p, dev).slices * p.M * p.N) * sizeof(float);
+  switch (simt_mode(p, dev)) {
+    case SimtMode::split_k:
+      return static_cast<size_t>(ladder::simt_split(p, dev).slices * p.M * p.N) * sizeof(float);
+    case SimtMode::stream_k: return stream_k_workspace_bytes(ladder::sm_count(dev), 256);
+    case SimtMode::plain: break;
+  }
+  return 0;
 }
 
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   if (p.dtype != DType::f32) return ladder::kSimtF32Only;
-  if (workspace != nullptr) {
-    const ladder::SimtSplit sp = ladder::simt_split(p, dev);
-    // A device without the large config's shared memory takes the sliced kernels below.
-    if (sp.slices > 1 &&
-        ladder::run_simt_split(p, dev, stream, static_cast<float*>(workspace), sp) == nullptr)
-      return nullptr;
-  }
+  const SimtMode mode = workspace != nullptr ? simt_mode(p, dev) : SimtMode::plain;
+  // A device without the large config's shared memory takes the sliced
+  // kernels or step 101 below.
+  if (mode == SimtMode::split_k &&
+      ladder::run_simt_split(p, dev, stream, static_cast<float*>(workspace), ladder::simt_split(p, dev)) == nullptr)
+    return nullptr;
+  if (mode == SimtMode::stream_k &&
+      ladder::run_simt_quads_streamk(p, dev, stream, workspace, ladder::simt_streamk_tiles(p, dev),
+                                     static_cast<int>(ladder::sm_count(dev))) == nullptr)
+    return nullptr;
   switch (ladder::simt_pick(p, dev)) {
     case ladder::SimtPick::small: return ladder::run_simt_sliced_small(p, dev, stream);
     case ladder::SimtPick::mid: return ladder::run_simt_sliced_mid(p, dev, stream);

@@ -22,6 +22,21 @@ const char* run_simt_quads(const GemmProblem& p, const DeviceInfo& dev, cudaStre
       p, dev, s, "ladder step 109 supports float32 only");
 }
 
+// Stream-K (simt_fast.cu decides; batch 1): the first sk_tiles tiles dealt
+// to `grid` CTAs, the rest whole; `ws` holds stream_k_workspace_bytes(grid,
+// 256) bytes, its flags zeroed here.
+const char* run_simt_quads_streamk(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s, void* ws,
+                                   int64_t sk_tiles, int grid) {
+  LeanStreamK sk;
+  sk.sk_tiles = sk_tiles;
+  sk.sk_grid = grid;
+  sk.flags = static_cast<int*>(ws);
+  sk.partials = reinterpret_cast<float*>(static_cast<char*>(ws) + stream_k_flag_bytes(grid));
+  if (cudaMemsetAsync(ws, 0, stream_k_flag_bytes(grid), s) != cudaSuccess) return "simt_fast stream-K: flag reset failed";
+  return launch_lean<Lean128x256Cfg, HilbertOrder, true, true, FmaOrder::quads, true>(
+      p, dev, s, "ladder step 109 supports float32 only", sk);
+}
+
 }  // namespace ladder
 }  // namespace cuda
 }  // namespace tiled
