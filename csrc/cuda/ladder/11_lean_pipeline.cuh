@@ -339,20 +339,26 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           // The owner: the tile's other pieces are the last pieces of CTAs
           // sk_first_run .. this one - 1; their partials, in k order.
           const int first = sk_first_run(sk.sk_tiles, static_cast<int>(KT), static_cast<int>(unit), sk.sk_grid);
+          // kAhead loads in flight (the source order is the schedule at
+          // -Xptxas -O1; the fragment registers are free by now).
+          constexpr int kAhead = 8;
           for (int j = first; j < static_cast<int>(blockIdx.x); ++j) {
             while (ld_acquire_gpu(sk.flags + 2 * j) == 0) {
             }
-            const float4* src = slot(j);
+            const float4* src = slot(j) + tid;
+            float4 v[kAhead];
 #pragma unroll
-            for (int i = 0; i < C::TM; ++i)
+            for (int q = 0; q < kAhead; ++q) v[q] = __ldcg(src + q * G);
 #pragma unroll
-              for (int g = 0; g < C::TN / 4; ++g) {
-                const float4 v = __ldcg(src + (i * (C::TN / 4) + g) * G + tid);
-                acc[i][4 * g] += v.x;
-                acc[i][4 * g + 1] += v.y;
-                acc[i][4 * g + 2] += v.z;
-                acc[i][4 * g + 3] += v.w;
-              }
+            for (int q = 0; q < kQuads; ++q) {
+              const float4 x = v[q % kAhead];
+              if (q + kAhead < kQuads) v[q % kAhead] = __ldcg(src + (q + kAhead) * G);
+              const int i = q / (C::TN / 4), g = q % (C::TN / 4);
+              acc[i][4 * g] += x.x;
+              acc[i][4 * g + 1] += x.y;
+              acc[i][4 * g + 2] += x.z;
+              acc[i][4 * g + 3] += x.w;
+            }
           }
         }
       }
