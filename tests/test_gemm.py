@@ -496,8 +496,9 @@ def test_strict_fp32_stream_k(layout, monkeypatch):
     the last partial wave plus one full wave to every SM as runs of k-tiles
     (stream-K, partials added in a fixed order): right against float64 with
     bias on interior and edge tiles, the same bits on every run and under
-    CUDA-graph replay; TILED_SIMT_STREAMK=0 runs whole tiles; =1 also deals
-    fewer tiles than SMs (a tile then has up to three pieces)."""
+    CUDA-graph replay; TILED_SIMT_STREAMK=0 runs whole tiles, and so does
+    =whole, through the stream-K kernel: the same bits.  Fewer tiles than SMs
+    run whole tiles."""
     monkeypatch.delenv("TILED_SIMT_STREAMK", raising=False)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     with tf32_mode(False):
@@ -517,22 +518,18 @@ def test_strict_fp32_stream_k(layout, monkeypatch):
         name = torch.ops.tiled.gemm_kernel_name(a, b)
         if _is_hopper() or name.startswith("simt_fast"):
             assert name == "simt_fast", name
-        assert_close_rel(gemm(a, b, bias), reference(a, b, bias), torch.float32)
-        # Fewer tiles than SMs (but more than half: no split-K): whole tiles
-        # by default, stream-K with =1.
+        whole = gemm(a, b, bias)
+        assert_close_rel(whole, reference(a, b, bias), torch.float32)
+        monkeypatch.setenv("TILED_SIMT_STREAMK", "whole")
+        assert torch.equal(whole, gemm(a, b, bias))
+        # Fewer tiles than SMs (but more than half: no split-K): whole tiles.
+        monkeypatch.delenv("TILED_SIMT_STREAMK")
         M, N, K = 1280 - 3, (sms // 20 + 1) * 256, 1032
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=7)
-        monkeypatch.delenv("TILED_SIMT_STREAMK")
         name = torch.ops.tiled.gemm_kernel_name(a, b)
         if _is_hopper() or name.startswith("simt_fast"):
             assert name == "simt_fast", name
-        monkeypatch.setenv("TILED_SIMT_STREAMK", "1")
-        name = torch.ops.tiled.gemm_kernel_name(a, b)
-        if _is_hopper() or name.startswith("simt_fast"):
-            assert name == "simt_fast_streamk", name
         check(M, N, K, torch.float32, "cuda", layout, bias=True, seed=7)
-        first = gemm(a, b)
-        assert torch.equal(first, gemm(a, b))
 
 
 @needs_cuda

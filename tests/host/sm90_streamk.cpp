@@ -56,6 +56,8 @@ const char* check(int64_t sk_tiles, int grid, int k_blocks) {
     for (const Piece& q : pieces)
       if (q.unit == p.unit && q.cta != p.cta) holders.push_back(q.cta);
     if (static_cast<int>(holders.size()) != p.cta - first) return "the owner waits for the wrong number of CTAs";
+    // The SIMT kernel's owner waits for the CTA before only (lean_kernel).
+    if (sk_tiles >= grid && first != p.cta - 1) return "runs of a tile or more, yet a tile of three pieces";
     for (int h : holders)
       if (h < first || h >= p.cta) return "the owner waits for the wrong CTAs";
   }

@@ -125,12 +125,12 @@ __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C:
         *reinterpret_cast<const float4*>(Bs + k * C::kLdB + b_off + g * C::kBGroup);
 }
 // Stream-K (SK instances, step 109 as simt_fast's large config): the first
-// sk_tiles tiles in the block order are dealt to CTAs 0 .. sk_grid - 1 as
-// runs of k-tiles (../stream_k.h: pieces last tile first; a piece that does
-// not end its tile parks its fp32 partial and raises its CTA's flag; the
-// piece ending a tile waits for the flags of the CTAs holding the tile's
-// other pieces and adds their partials in k order, so the bits are the same
-// on every run).  Blocks sk_grid, sk_grid + 1, ... take whole tiles sk_tiles,
+// sk_tiles >= sk_grid tiles in the block order are dealt to CTAs 0 ..
+// sk_grid - 1 as runs of k-tiles, each at least a tile long (../stream_k.h:
+// pieces last tile first; a piece that does not end its tile parks its fp32
+// partial and raises its CTA's flag; the piece ending a tile waits for the
+// flag of the CTA before, the tile's only other piece, and adds its partial:
+// the same bits on every run).  Blocks sk_grid, sk_grid + 1, ... take whole tiles sk_tiles,
 // sk_tiles + 1, ...  A zero sk_grid: one whole tile per block (every other
 // instance; the arguments are then unused).
 struct LeanStreamK {
@@ -321,13 +321,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         auto slot = [&](int64_t cta) { return reinterpret_cast<float4*>(sk.partials) + cta * (kQuads * G); };
         if (kt1 < KT) {
           // Not the tile's end: its CTA's first piece (stream_k.h); park it.
-          float4* dst = slot(blockIdx.x);
+          // One float at a time (16-byte stores pin each accumulator quad
+          // to four aligned registers).
+          float* dst = reinterpret_cast<float*>(slot(blockIdx.x) + tid);
 #pragma unroll
           for (int i = 0; i < C::TM; ++i)
 #pragma unroll
-            for (int g = 0; g < C::TN / 4; ++g)
-              __stcg(dst + (i * (C::TN / 4) + g) * G + tid,
-                     make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]));
+            for (int j = 0; j < C::TN; ++j) __stcg(dst + (i * (C::TN / 4) + j / 4) * 4 * G + j % 4, acc[i][j]);
           __syncthreads();
           if (tid == 0) {
             __threadfence();
@@ -336,29 +336,31 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           return;
         }
         if (kt0 > 0) {
-          // The owner: the tile's other pieces are the last pieces of CTAs
-          // sk_first_run .. this one - 1; their partials, in k order.
-          const int first = sk_first_run(sk.sk_tiles, static_cast<int>(KT), static_cast<int>(unit), sk.sk_grid);
-          // kAhead loads in flight (the source order is the schedule at
-          // -Xptxas -O1; the fragment registers are free by now).
-          constexpr int kAhead = 8;
-          for (int j = first; j < static_cast<int>(blockIdx.x); ++j) {
-            while (ld_acquire_gpu(sk.flags + 2 * j) == 0) {
-            }
-            const float4* src = slot(j) + tid;
-            float4 v[kAhead];
+          // The owner.  Its runs being at least a tile long (the host deals
+          // stream-K only then), a tile has two pieces at most: the other is
+          // the last piece of the CTA before (stream_k.h, tested on the host).
+          // Straight-line code: with a loop over several such CTAs here,
+          // ptxas gave the accumulators an allocation whose k-loop FFMAs read
+          // two registers of one bank (two issue cycles) in half the cases.
+          const int prev = static_cast<int>(blockIdx.x) - 1;
+          while (ld_acquire_gpu(sk.flags + 2 * prev) == 0) {
+          }
+          // One float at a time, kAhead loads in flight (the source order is
+          // the schedule at -Xptxas -O1; the fragment registers are free by
+          // now).
+          constexpr int kAhead = 16, kN = C::TM * C::TN;
+          const float* src = reinterpret_cast<const float*>(slot(prev) + tid);
+          auto at = [&](int e) {  // element e = i * TN + col: float4 e / 4, lane e % 4
+            return src + (e / 4) * 4 * G + e % 4;
+          };
+          float v[kAhead];
 #pragma unroll
-            for (int q = 0; q < kAhead; ++q) v[q] = __ldcg(src + q * G);
+          for (int e = 0; e < kAhead; ++e) v[e] = __ldcg(at(e));
 #pragma unroll
-            for (int q = 0; q < kQuads; ++q) {
-              const float4 x = v[q % kAhead];
-              if (q + kAhead < kQuads) v[q % kAhead] = __ldcg(src + (q + kAhead) * G);
-              const int i = q / (C::TN / 4), g = q % (C::TN / 4);
-              acc[i][4 * g] += x.x;
-              acc[i][4 * g + 1] += x.y;
-              acc[i][4 * g + 2] += x.z;
-              acc[i][4 * g + 3] += x.w;
-            }
+          for (int e = 0; e < kN; ++e) {
+            const float x = v[e % kAhead];
+            if (e + kAhead < kN) v[e % kAhead] = __ldcg(at(e + kAhead));
+            acc[e / C::TN][e % C::TN] += x;
           }
         }
       }
@@ -369,14 +371,24 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       warp_tile_store<C>(pc, pc.c + b * pc.c_bs, acc, m0 + pos.a_off(), n0 + pos.b_off());
     };
     if constexpr (SK) {
-      if (static_cast<int>(blockIdx.x) >= sk.sk_grid) {
-        piece(sk.sk_tiles + (blockIdx.x - sk.sk_grid), 0, KT);
-      } else {
-        // A stream-K CTA: its run's pieces, last tile first (stream_k.h).
-        SkRun run{sk_run_begin(sk.sk_tiles, static_cast<int>(KT), blockIdx.x, sk.sk_grid),
-                  sk_run_begin(sk.sk_tiles, static_cast<int>(KT), blockIdx.x + 1, sk.sk_grid)};
-        int unit, kt0, kt1;
-        while (sk_prev(run, static_cast<int>(KT), unit, kt0, kt1)) piece(unit, kt0, kt1);
+      // A stream-K CTA takes its run's pieces, last tile first (stream_k.h);
+      // a block past them one whole tile.  One call of `piece`: a second
+      // inlined copy of the k-loop got a register allocation whose FFMAs
+      // read two registers of one bank (twice the issue cycles) in half the
+      // cases.
+      const int cta = static_cast<int>(blockIdx.x);
+      int64_t whole = cta >= sk.sk_grid ? sk.sk_tiles + (cta - sk.sk_grid) : -1;
+      SkRun run{0, 0};
+      if (whole < 0)
+        run = {sk_run_begin(sk.sk_tiles, static_cast<int>(KT), cta, sk.sk_grid),
+               sk_run_begin(sk.sk_tiles, static_cast<int>(KT), cta + 1, sk.sk_grid)};
+      int unit = 0, kt0 = 0, kt1 = static_cast<int>(KT);
+      while (whole >= 0 || sk_prev(run, static_cast<int>(KT), unit, kt0, kt1)) {
+        if (whole >= 0) {
+          unit = static_cast<int>(whole);
+          whole = -1;
+        }
+        piece(unit, kt0, kt1);
       }
     } else {
       piece(blockIdx.x, 0, KT);

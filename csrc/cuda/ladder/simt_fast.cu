@@ -201,18 +201,19 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
 // (one block each), whole tiles leave S - T % S SMs idle for the last wave;
 // stream_k_tiles(T, S, k-tiles) tiles are dealt to S CTAs as equal runs of
 // k-tiles instead (stream_k.h, 11_lean_pipeline.cuh), the rest run whole.
-// By default for T >= S and at least kMinStreamKTiles k-tiles (K >= 512);
-// TILED_SIMT_STREAMK=0 off, =1 also for T < S.  The bits depend on the SM
-// count (where the runs are cut), not on the run.
+// For T >= S (so every run is at least a tile and a tile has at most two
+// pieces, which the kernel relies on) and at least kMinStreamKTiles k-tiles
+// (K >= 512); TILED_SIMT_STREAMK=0 off.  The bits depend on the SM count
+// (where the runs are cut), not on the run.
 constexpr int64_t kMinStreamKTiles = 32;
 int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0")) return 0;
+  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0") || setting_is("TILED_SIMT_STREAMK", "whole")) return 0;
   for (const char* v : {"0", "1", "2", "3"})
     if (setting_is("TILED_SIMT_SPREAD", v)) return 0;
   const int64_t sms = sm_count(dev), k_tiles = ceil_div(p.K, 16);
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
   if (k_tiles < kMinStreamKTiles || k_tiles > (int64_t{1} << 24) || sms > 4096) return 0;
-  if (tiles < sms && !setting_is("TILED_SIMT_STREAMK", "1")) return 0;
+  if (tiles < sms) return 0;
   return stream_k_tiles(tiles, sms, k_tiles);
 }
 
@@ -296,6 +297,11 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
                      : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
                      : setting_is("TILED_SIMT_SPREAD", "3") ? &ladder::run_simt_lean_wide_cols
                                                             : ladder::kSimtLargeConfig;
+  // Step 109 through its stream-K instance with whole tiles only (A/B:
+  // TILED_SIMT_STREAMK=whole).
+  if (large == ladder::kSimtLargeConfig && p.batch == 1 && setting_is("TILED_SIMT_STREAMK", "whole") &&
+      ladder::run_simt_quads_streamk(p, dev, stream, nullptr, 0, 0) == nullptr)
+    return nullptr;
   if (large(p, dev, stream) == nullptr) return nullptr;
   return ladder::run_simt_lean_prefetch(p, dev, stream);
 }

@@ -30,9 +30,12 @@ const char* run_simt_quads_streamk(const GemmProblem& p, const DeviceInfo& dev, 
   LeanStreamK sk;
   sk.sk_tiles = sk_tiles;
   sk.sk_grid = grid;
-  sk.flags = static_cast<int*>(ws);
-  sk.partials = reinterpret_cast<float*>(static_cast<char*>(ws) + stream_k_flag_bytes(grid));
-  if (cudaMemsetAsync(ws, 0, stream_k_flag_bytes(grid), s) != cudaSuccess) return "simt_fast stream-K: flag reset failed";
+  if (grid > 0) {
+    sk.flags = static_cast<int*>(ws);
+    sk.partials = reinterpret_cast<float*>(static_cast<char*>(ws) + stream_k_flag_bytes(grid));
+    if (cudaMemsetAsync(ws, 0, stream_k_flag_bytes(grid), s) != cudaSuccess)
+      return "simt_fast stream-K: flag reset failed";
+  }
   return launch_lean<Lean128x256Cfg, HilbertOrder, true, true, FmaOrder::quads, true>(
       p, dev, s, "ladder step 109 supports float32 only", sk);
 }
