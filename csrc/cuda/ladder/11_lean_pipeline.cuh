@@ -399,13 +399,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 // Launches lean_kernel for an f32 problem (every layout; 16-byte copies for
 // X-contiguous operands when aligned, as step 95).
 // SK: the stream-K instances, launched on sk.sk_grid + tiles - sk.sk_tiles
-// blocks (batch 1; sk.sk_grid > 0, the flags zeroed by the caller).
+// blocks (batch 1, the flags zeroed by the caller), or with sk.sk_grid == 0
+// on one block per tile like the others.
 template <class C, class Order, bool PREFETCH, bool SPREAD = false, FmaOrder O = FmaOrder::rows,
           bool SK = false>
 const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
                         const char* f32_only_error, const LeanStreamK& sk = {}) {
-  int64_t blocks = 0;
-  if constexpr (SK) blocks = sk.sk_grid + ceil_div(pr.M, C::BM) * ceil_div(pr.N, C::BN) - sk.sk_tiles;
+  int64_t blocks = 0;  // sk.sk_grid == 0: one block per tile (and batch entry)
+  if constexpr (SK)
+    if (sk.sk_grid > 0) blocks = sk.sk_grid + ceil_div(pr.M, C::BM) * ceil_div(pr.N, C::BN) - sk.sk_tiles;
   return launch_tiled_f32<C, Order>(
       pr, dev, stream,
       {f32_only_error, "lean SIMT kernel: needs more shared memory per block than this device has",

@@ -202,18 +202,26 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
 // stream_k_tiles(T, S, k-tiles) tiles are dealt to S CTAs as equal runs of
 // k-tiles instead (stream_k.h, 11_lean_pipeline.cuh), the rest run whole.
 // For T >= S (so every run is at least a tile and a tile has at most two
-// pieces, which the kernel relies on) and at least kMinStreamKTiles k-tiles
-// (K >= 512); TILED_SIMT_STREAMK=0 off.  The bits depend on the SM count
-// (where the runs are cut), not on the run.
+// pieces, which the kernel relies on), a last wave at most half full
+// (T % S <= S / 2) and at least kMinStreamKTiles k-tiles (K >= 512);
+// TILED_SIMT_STREAMK=0 off.  The bits depend on the SM count (where the runs
+// are cut), not on the run.  Measured on an H100 (paired with cuBLAS,
+// explore-*-fp32-streamk4, whole tiles / stream-K): 1536x4096x4096 (1.45
+// waves) 0.81 / 1.06, 3072x4096x4096 (2.91) 1.002 / 1.004, 4096^3 NN (3.88)
+// 1.008 / 1.009, TN 1.015 / 1.019, 8192^3 (15.5) 1.031 / 1.027,
+// 4096x14336x4096 (13.6) 1.016 / 1.010, 4096x4096x14336 (3.88) 1.023 /
+// 1.017: the pieces of a tile run at different k at the same time (no
+// shared A / B k-slices in L2 across the wave), which costs about what a
+// nearly full last wave would save.
 constexpr int64_t kMinStreamKTiles = 32;
 int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0") || setting_is("TILED_SIMT_STREAMK", "whole")) return 0;
+  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0")) return 0;
   for (const char* v : {"0", "1", "2", "3"})
     if (setting_is("TILED_SIMT_SPREAD", v)) return 0;
   const int64_t sms = sm_count(dev), k_tiles = ceil_div(p.K, 16);
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
   if (k_tiles < kMinStreamKTiles || k_tiles > (int64_t{1} << 24) || sms > 4096) return 0;
-  if (tiles < sms) return 0;
+  if (tiles < sms || tiles % sms > sms / 2) return 0;
   return stream_k_tiles(tiles, sms, k_tiles);
 }
 
@@ -297,11 +305,6 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
                      : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
                      : setting_is("TILED_SIMT_SPREAD", "3") ? &ladder::run_simt_lean_wide_cols
                                                             : ladder::kSimtLargeConfig;
-  // Step 109 through its stream-K instance with whole tiles only (A/B:
-  // TILED_SIMT_STREAMK=whole).
-  if (large == ladder::kSimtLargeConfig && p.batch == 1 && setting_is("TILED_SIMT_STREAMK", "whole") &&
-      ladder::run_simt_quads_streamk(p, dev, stream, nullptr, 0, 0) == nullptr)
-    return nullptr;
   if (large(p, dev, stream) == nullptr) return nullptr;
   return ladder::run_simt_lean_prefetch(p, dev, stream);
 }

@@ -17,9 +17,11 @@ namespace tiled {
 namespace cuda {
 namespace ladder {
 
+// Whole tiles: the stream-K instances with no stream-K tiles (so this file
+// builds one kernel per layout, and step 109 with and without stream-K runs
+// the same code; docs/ladder.md round 8).
 const char* run_simt_quads(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
-  return launch_lean<Lean128x256Cfg, HilbertOrder, true, true, FmaOrder::quads>(
-      p, dev, s, "ladder step 109 supports float32 only");
+  return run_simt_quads_streamk(p, dev, s, nullptr, 0, 0);
 }
 
 // Stream-K (simt_fast.cu decides; batch 1): the first sk_tiles tiles dealt
