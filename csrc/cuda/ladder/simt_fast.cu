@@ -119,7 +119,13 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // measured +2-7% over 108 (H100, paired with cuBLAS's SGEMM in one process,
 // 1771da0): 4096^3 NN / TN / NT in place 0.948 / 0.974 / 0.892 -> 0.992 /
 // 1.010 / 0.955, 8192^3 0.972 -> 1.008, 4096x14336x4096 0.966 -> 0.999,
-// 4096x4096x14336 0.961 -> 1.001, 2048^3 0.940 -> 0.982.
+// 4096x4096x14336 0.961 -> 1.001, 2048^3 0.940 -> 0.982.  Step 109 then
+// moved into the stream-K-capable build of its kernel for whole tiles too
+// (same code and bits; ptxas gave that build's k-loop FFMAs same-bank
+// register pairs in 1.4-2.8% of cases against 5.4-6.4%), measured (H100,
+// paired with cuBLAS, 748215c against the previous build): 4096^3 NN / TN /
+// NT / TT 0.993 / 0.997 / 0.988 / 1.025 -> 1.012 / 1.017 / 1.006 / 1.045,
+// 8192^3 1.008 -> 1.031, 2048^3 0.978 -> 0.993 (docs/ladder.md round 8).
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
                                           cudaStream_t) = &run_simt_quads;
 
@@ -202,17 +208,18 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
 // stream_k_tiles(T, S, k-tiles) tiles are dealt to S CTAs as equal runs of
 // k-tiles instead (stream_k.h, 11_lean_pipeline.cuh), the rest run whole.
 // For T >= S (so every run is at least a tile and a tile has at most two
-// pieces, which the kernel relies on), a last wave at most half full
-// (T % S <= S / 2) and at least kMinStreamKTiles k-tiles (K >= 512);
-// TILED_SIMT_STREAMK=0 off.  The bits depend on the SM count (where the runs
-// are cut), not on the run.  Measured on an H100 (paired with cuBLAS,
-// explore-*-fp32-streamk4, whole tiles / stream-K): 1536x4096x4096 (1.45
-// waves) 0.81 / 1.06, 3072x4096x4096 (2.91) 1.002 / 1.004, 4096^3 NN (3.88)
-// 1.008 / 1.009, TN 1.015 / 1.019, 8192^3 (15.5) 1.031 / 1.027,
-// 4096x14336x4096 (13.6) 1.016 / 1.010, 4096x4096x14336 (3.88) 1.023 /
-// 1.017: the pieces of a tile run at different k at the same time (no
-// shared A / B k-slices in L2 across the wave), which costs about what a
-// nearly full last wave would save.
+// pieces, which the kernel relies on), where the idle slots of the last wave
+// are at least 8% of all W = ceil(T / S) waves' (S * W - T >= 0.08 * S * W:
+// the gain stream-K can make), and at least kMinStreamKTiles k-tiles (K >=
+// 512); TILED_SIMT_STREAMK=0 off.  The bits depend on the SM count (where
+// the runs are cut), not on the run.  Measured on an H100 (paired with
+// cuBLAS, explore-*-fp32-streamk4/5, whole tiles / stream-K): 1536x4096x4096
+// (W = 2, 27% idle) 0.81 / 1.06, 2560x4096x4096 (W = 3, 19%) 0.90 / 1.07,
+// 3072x4096x4096 (3%) 1.002 / 1.004, 4096^3 NN (3%) 1.008 / 1.009, TN 1.015
+// / 1.019, 8192^3 (3%) 1.031 / 1.027, 4096x14336x4096 (3%) 1.016 / 1.010,
+// 4096x4096x14336 (3%) 1.023 / 1.017: the pieces of a tile run at different
+// k at the same time (no A / B k-slices shared in L2 across the wave), which
+// costs about what a nearly full last wave would save.
 constexpr int64_t kMinStreamKTiles = 32;
 int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
   if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0")) return 0;
@@ -221,7 +228,8 @@ int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
   const int64_t sms = sm_count(dev), k_tiles = ceil_div(p.K, 16);
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
   if (k_tiles < kMinStreamKTiles || k_tiles > (int64_t{1} << 24) || sms > 4096) return 0;
-  if (tiles < sms || tiles % sms > sms / 2) return 0;
+  const int64_t waves = ceil_div(tiles, sms), idle = waves * sms - tiles;
+  if (tiles < sms || idle * 25 < waves * sms * 2) return 0;
   return stream_k_tiles(tiles, sms, k_tiles);
 }
 
