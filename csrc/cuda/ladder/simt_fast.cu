@@ -122,11 +122,11 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // 4096x4096x14336 0.961 -> 1.001, 2048^3 0.940 -> 0.982.  Step 109 then
 // moved into the stream-K-capable build of its kernel for whole tiles too
 // (same code and bits; ptxas gave that build's k-loop FFMAs same-bank
-// register pairs in 1.4-2.8% of cases against 5.4-6.4%), measured (H100,
-// paired with cuBLAS; the two builds side by side at c6c27c3, then
-// 748215c): 4096^3 NN / TN / NT / TT 0.993 / 0.997 / 0.988 / 1.025 -> 1.012
-// / 1.017 / 1.006 / 1.045, 8192^3 1.008 -> 1.031, 2048^3 0.978 -> 0.993
-// (docs/ladder.md round 8).
+// register pairs in 1.4-2.8% of cases against 3.7-7.4% before), measured
+// (H100, paired with cuBLAS, 748215c against 9513205's numbers): 4096^3 NN /
+// TN / NT / TT 0.992 / 1.009 / 0.987 / 1.037 -> 1.012 / 1.017 / 1.006 /
+// 1.045, 8192^3 1.008 -> 1.030, 2048^3 0.982 -> 0.993 (docs/ladder.md
+// round 8).
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
                                           cudaStream_t) = &run_simt_quads;
 
