@@ -210,17 +210,21 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
 // k-tiles instead (stream_k.h, 11_lean_pipeline.cuh), the rest run whole.
 // For T >= S (so every run is at least a tile and a tile has at most two
 // pieces, which the kernel relies on), where the idle slots of the last wave
-// are at least 8% of all W = ceil(T / S) waves' (S * W - T >= 0.08 * S * W:
-// the gain stream-K can make), and at least kMinStreamKTiles k-tiles (K >=
-// 512); TILED_SIMT_STREAMK=0 off.  The bits depend on the SM count (where
-// the runs are cut), not on the run.  Measured on an H100 (paired with
-// cuBLAS, explore-*-fp32-streamk4/5, whole tiles / stream-K): 1536x4096x4096
-// (W = 2, 27% idle) 0.81 / 1.06, 2560x4096x4096 (W = 3, 19%) 0.90 / 1.07,
-// 3072x4096x4096 (3%) 1.002 / 1.004, 4096^3 NN (3%) 1.008 / 1.009, TN 1.015
-// / 1.019, 8192^3 (3%) 1.031 / 1.027, 4096x14336x4096 (3%) 1.016 / 1.010,
-// 4096x4096x14336 (3%) 1.023 / 1.017: the pieces of a tile run at different
-// k at the same time (no A / B k-slices shared in L2 across the wave), which
-// costs about what a nearly full last wave would save.
+// are at least 15% of all W = ceil(T / S) waves' (S * W - T >= 0.15 * S * W:
+// two or three waves with a last one at most 70% / 55% full, four at most
+// 40%, none from seven), and at least kMinStreamKTiles k-tiles (K >= 512);
+// TILED_SIMT_STREAMK=0 off.  The bits depend on the SM count (where the runs
+// are cut), not on the run.  Measured on an H100 (paired with cuBLAS,
+// explore-*-fp32-streamk4/5/6; whole tiles / stream-K; W, idle share):
+// 1536x4096x4096 (2, 27%) 0.81 / 1.06, 1600x4096x4096 NT (2, 21%) 0.77 /
+// 0.87, 2560x4096x4096 (3, 19%) 0.90 / 1.07, TN 0.86 / 1.01; where less is
+// idle it lost or broke even: 5000x3000x2048 (4, 9%) 0.93 / 0.85,
+// 3000x5000x4096 TT (4, 9%) 0.99 / 0.94, 3072x4096x4096 (3, 3%) 1.002 /
+// 1.004, 4096^3 NN (4, 3%) 1.008 / 1.009, 8192^3 (16, 3%) 1.031 / 1.027,
+// 4096x14336x4096 (14, 3%) 1.016 / 1.010.  A stream-K CTA runs its k-tiles
+// 6-12% slower than a whole tile where it wins, ~40% where it lost (not
+// understood; the pieces of a tile run at different k at the same time, so
+// a wave no longer shares A / B k-slices in L2).
 constexpr int64_t kMinStreamKTiles = 32;
 int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
   if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0")) return 0;
@@ -230,7 +234,7 @@ int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
   if (k_tiles < kMinStreamKTiles || k_tiles > (int64_t{1} << 24) || sms > 4096) return 0;
   const int64_t waves = ceil_div(tiles, sms), idle = waves * sms - tiles;
-  if (tiles < sms || idle * 25 < waves * sms * 2) return 0;
+  if (tiles < sms || idle * 20 < waves * sms * 3) return 0;
   return stream_k_tiles(tiles, sms, k_tiles);
 }
 
