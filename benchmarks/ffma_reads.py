@@ -6,7 +6,8 @@ SASS is the text of `cuobjdump -sass` (the built extension, a cubin, or a
 library such as libcublasLt) or of `nvdisasm -c`.  For every kernel (whose
 name matches REGEX) it prints the FFMA count of its k-loop (the backward
 branch whose body holds the most FFMAs and no global store) and the share of
-those FFMAs that read 3, 2 and 1 registers.
+those FFMAs that read 3, 2 and 1 registers, and the share whose reads
+include two registers of one bank (register number mod 2).
 
 The model (docs/ladder.md, round 6): each source operand slot has a
 `.reuse` cache holding one register per bank (register number mod 2); an
@@ -79,22 +80,31 @@ def k_loop(ins):
     return best
 
 
-def read_counts(ins):
-    """Per instruction, how many source registers it reads from the file."""
+def read_counts(ins, same_bank=False):
+    """Per instruction, how many source registers it reads from the file (or,
+    with same_bank, whether two of those reads fall in one bank: register
+    number mod 2)."""
     cache = [[None, None] for _ in range(3)]
     out = []
     for _, _, op, _, ops in ins:
-        n = 0
+        banks = [0, 0]
         for slot, operand in enumerate(ops[1:4]):
             m = _REG.match(operand)
             if not m or m.group(1) == "RZ":
                 continue
             r = int(m.group(1)[1:])
             if cache[slot][r % 2] != r:
-                n += 1
+                banks[r % 2] += 1
             cache[slot][r % 2] = r if m.group(2) else None
-        out.append(n)
+        out.append(max(banks) > 1 if same_bank else sum(banks))
     return out
+
+
+def same_bank_share(ins):
+    """Share of the FFMAs with two register-file reads in one bank (these
+    also issue in two cycles; three reads always include such a pair)."""
+    flags = [f for x, f in zip(ins, read_counts(ins, same_bank=True)) if x[2].startswith("FFMA")]
+    return sum(flags) / len(flags) if flags else 0.0
 
 
 def reads(ins):
@@ -138,7 +148,7 @@ def main(argv=None):
         if total == 0:
             continue
         share = "  ".join(f"{n} reads {hist[n] / total:6.1%}" for n in (3, 2, 1))
-        print(f"{total:6d} FFMA in the k-loop  {share}  {name}")
+        print(f"{total:6d} FFMA in the k-loop  {share}  same bank {same_bank_share(loop):6.1%}  {name}")
         if a.sections:
             for count, h in sections(loop):
                 share = "  ".join(f"{n} reads {h[n] / count:6.1%}" for n in (3, 2, 1))
