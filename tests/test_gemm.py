@@ -447,6 +447,33 @@ def test_strict_fp32_stages_column_major_b(layout):
             check(M, N, K, torch.float32, "cuda", layout, bias=(K % 2 == 0))
 
 
+def _check_simt_fixed_order(M, N, K, layout, kernel):
+    """Strict fp32 (M, N, K) in `layout` on `kernel` (where simt_fast runs):
+    right against float64 with bias (output poisoned), the same bits on a
+    second run.  Returns the operands and bias."""
+    a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=M + N + K)
+    name = torch.ops.tiled.gemm_kernel_name(a, b)
+    if _is_hopper() or name.startswith("simt_fast"):
+        assert name == kernel, (M, N, K, name)
+    check(M, N, K, torch.float32, "cuda", layout, bias=True, seed=M + N + K)
+    bias = torch.randn(N, device="cuda")
+    first = gemm(a, b, bias)
+    assert torch.equal(first, gemm(a, b, bias)), (M, N, K)
+    assert_close_rel(first, reference(a, b, bias), torch.float32)
+    return a, b, bias
+
+
+def _check_replay_and_switch(a, b, bias, monkeypatch, setting):
+    """The same bits under CUDA-graph replay; `setting`=0 runs plain simt_fast, right."""
+    captured = graph_replay(lambda: gemm(a, b, bias), lambda: a.copy_(torch.randn_like(a)))
+    assert torch.equal(captured, gemm(a, b, bias))
+    monkeypatch.setenv(setting, "0")
+    name = torch.ops.tiled.gemm_kernel_name(a, b)
+    if _is_hopper() or name.startswith("simt_fast"):
+        assert name == "simt_fast", name
+    assert_close_rel(gemm(a, b, bias), reference(a, b, bias), torch.float32)
+
+
 @needs_cuda
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_strict_fp32_split_k(layout, monkeypatch):
@@ -459,23 +486,8 @@ def test_strict_fp32_split_k(layout, monkeypatch):
         # (M, N, K): 8 slices, the last one shorter; 8 equal slices; an odd,
         # unaligned shape (scalar copies); M just over the 32-row limit.
         for M, N, K in [(128, 4096, 4100), (64, 4096, 4096), (100, 4001, 4097), (33, 2304, 8192)]:
-            a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
-            name = torch.ops.tiled.gemm_kernel_name(a, b)
-            if _is_hopper() or name.startswith("simt_fast"):
-                assert name == "simt_fast_splitk", (M, N, K, name)
-            check(M, N, K, torch.float32, "cuda", layout, bias=True, seed=M + N + K)
-            a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=M + N + K)
-            bias = torch.randn(N, device="cuda")
-            first = gemm(a, b, bias)
-            assert torch.equal(first, gemm(a, b, bias)), (M, N, K)
-            assert_close_rel(first, reference(a, b, bias), torch.float32)
-        captured = graph_replay(lambda: gemm(a, b, bias), lambda: a.copy_(torch.randn_like(a)))
-        assert torch.equal(captured, gemm(a, b, bias))
-        monkeypatch.setenv("TILED_SIMT_SPLITK", "0")
-        name = torch.ops.tiled.gemm_kernel_name(a, b)
-        if _is_hopper() or name.startswith("simt_fast"):
-            assert name == "simt_fast", name
-        assert_close_rel(gemm(a, b, bias), reference(a, b, bias), torch.float32)
+            a, b, bias = _check_simt_fixed_order(M, N, K, layout, "simt_fast_splitk")
+        _check_replay_and_switch(a, b, bias, monkeypatch, "TILED_SIMT_SPLITK")
 
 
 def _streamk_shapes(sms):
@@ -492,7 +504,7 @@ def _streamk_shapes(sms):
 @needs_cuda
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_strict_fp32_stream_k(layout, monkeypatch):
-    """Strict fp32 whose 128x256 tiles leave the last wave at least half
+    """Strict fp32 whose 128x256 tiles leave >= 15% of all waves' SM slots
     idle deals the last partial wave plus one full wave to every SM as runs of
     k-tiles (stream-K, partials added in a fixed order): right against float64
     with bias on interior and edge tiles, the same bits on every run and under
@@ -502,22 +514,8 @@ def test_strict_fp32_stream_k(layout, monkeypatch):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     with tf32_mode(False):
         for M, N, K in _streamk_shapes(sms):
-            a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=M + N + K)
-            name = torch.ops.tiled.gemm_kernel_name(a, b)
-            if _is_hopper() or name.startswith("simt_fast"):
-                assert name == "simt_fast_streamk", (M, N, K, name)
-            check(M, N, K, torch.float32, "cuda", layout, bias=True, seed=M + N + K)
-            bias = torch.randn(N, device="cuda")
-            first = gemm(a, b, bias)
-            assert torch.equal(first, gemm(a, b, bias)), (M, N, K)
-            assert_close_rel(first, reference(a, b, bias), torch.float32)
-        captured = graph_replay(lambda: gemm(a, b, bias), lambda: a.copy_(torch.randn_like(a)))
-        assert torch.equal(captured, gemm(a, b, bias))
-        monkeypatch.setenv("TILED_SIMT_STREAMK", "0")
-        name = torch.ops.tiled.gemm_kernel_name(a, b)
-        if _is_hopper() or name.startswith("simt_fast"):
-            assert name == "simt_fast", name
-        assert_close_rel(gemm(a, b, bias), reference(a, b, bias), torch.float32)
+            a, b, bias = _check_simt_fixed_order(M, N, K, layout, "simt_fast_streamk")
+        _check_replay_and_switch(a, b, bias, monkeypatch, "TILED_SIMT_STREAMK")
         # Whole tiles are ladder step 109's, bit for bit.
         assert torch.equal(gemm(a, b), torch.ops.tiled.gemm_ladder(a, b, 109))
         # Fewer tiles than SMs (but more than half: no split-K): whole tiles.

@@ -130,9 +130,9 @@ __device__ __forceinline__ void lean_load_frag(float (&a)[C::TM], float (&bv)[C:
 // pieces last tile first; a piece that does not end its tile parks its fp32
 // partial and raises its CTA's flag; the piece ending a tile waits for the
 // flag of the CTA before, the tile's only other piece, and adds its partial:
-// the same bits on every run).  Blocks sk_grid, sk_grid + 1, ... take whole tiles sk_tiles,
-// sk_tiles + 1, ...  A zero sk_grid: one whole tile per block (every other
-// instance; the arguments are then unused).
+// the same bits on every run).  Blocks sk_grid, sk_grid + 1, ... take whole
+// tiles sk_tiles, sk_tiles + 1, ...  A zero sk_grid: one whole tile per block
+// (step 109 without stream-K; the other instances ignore the arguments).
 struct LeanStreamK {
   int64_t sk_tiles = 0;
   int sk_grid = 0;
@@ -241,7 +241,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           read_stage = read_stage == S - 1 ? 0 : read_stage + 1;
           write_stage = write_stage == S - 1 ? 0 : write_stage + 1;
         }
-        __syncthreads();  // the next batch's prologue overwrites slots still being read
+        __syncthreads();  // the next piece's / batch's prologue overwrites slots still being read
       } else {
         // Step 101: all S slots start filling; the barrier sits before the last k.
 #pragma unroll
@@ -249,8 +249,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           if (kt0 + s < kt1) load(s, kt0 + s);
           cp_async_commit();
         }
-        cp_async_wait<S - 1>();  // tile 0 (mine)
-        __syncthreads();         // tile 0 (everyone's)
+        cp_async_wait<S - 1>();  // tile kt0 (mine)
+        __syncthreads();         // tile kt0 (everyone's)
         float a[2][C::TM], bv[2][C::TN];
         lean_load_frag<C>(a[0], bv[0], smem, smem + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
         int cur = 0;  // slot of tile kt
@@ -309,8 +309,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           else
             ktile(kt, std::false_type{});
         }
-        // The last iteration read tile KT's (stale, unused) first fragments
-        // after its barrier: one more before the next batch's prologue
+        // The last iteration read tile kt1's (stale, unused) first fragments
+        // after its barrier: one more before the next piece's / batch's prologue
         // overwrites that slot (only empty copy groups are pending).
         __syncthreads();
       }
