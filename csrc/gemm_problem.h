@@ -80,4 +80,13 @@ inline int pointer_alignment(const void* p, int cap = 16) {
   return a;
 }
 
+// True when a float operand can be read with 16-byte vectors along its
+// contiguous dim: base pointer 16-byte aligned, leading dim (the non-unit
+// stride) and batch stride multiples of 4 elements.  Tiles start at multiples
+// of 4 in every dim, so every vector of every tile is then aligned.
+inline bool operand_vec4_ok(const Operand& o, int64_t batch) {
+  const int64_t ld = o.row_major() ? o.row_stride : o.col_stride;
+  return pointer_alignment(o.ptr) >= 16 && ld % 4 == 0 && (batch == 1 || o.batch_stride % 4 == 0);
+}
+
 }  // namespace tiled

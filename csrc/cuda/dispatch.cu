@@ -160,14 +160,22 @@ StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
 // runs NT ~6% behind NN (H100, 4096^3: 0.88x against 0.93x of cuBLAS).  A
 // row-major copy of B moves 8 K N bytes against the GEMM's 2 M N K flops,
 // ~77 / M of its time at 48 TFLOP/s and 2.5 TB/s: < 4% from M = 2048.
-// TILED_SIMT_STAGE_B=0 reads B in place (for A/B runs).
+// The same copy, with a leading dimension padded to 4 floats, gives a
+// row-major B that is not 16-byte aligned (e.g. 4095^3) the 16-byte copies
+// it would lose; and a column-major (M-contiguous) A that is not aligned
+// gets an aligned column-major copy from N = 2048 when B ends up aligned
+// (the kernel copies 16 bytes at a time only when every M- or N-contiguous
+// operand allows it).  TILED_SIMT_STAGE_B=0 reads both in place (A/B runs).
 constexpr int64_t kMinSimtStagedM = 2048;
 StagingPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
   StagingPlan s;
-  if (choose(p, dev) != Family::simt_fast || p.M < kMinSimtStagedM || p.N < kMinStagedDim || p.b.row_major() ||
-      !simt_fast_runs_large(p, dev) || setting_is("TILED_SIMT_STAGE_B", "0"))
+  if (choose(p, dev) != Family::simt_fast || std::min(p.M, p.N) < kMinStagedDim || !simt_fast_runs_large(p, dev) ||
+      setting_is("TILED_SIMT_STAGE_B", "0"))
     return s;
-  s.b = stage_as(true, p.K, p.N, 4);
+  const bool b_aligned_row = p.b.row_major() && operand_vec4_ok(p.b, p.batch);
+  if (p.M >= kMinSimtStagedM && !b_aligned_row) s.b = stage_as(true, p.K, p.N, 4);
+  if (p.N >= kMinSimtStagedM && !p.a.row_major() && !operand_vec4_ok(p.a, p.batch) && (s.b.on || b_aligned_row))
+    s.a = stage_as(false, p.M, p.K, 4);
   return s;
 }
 

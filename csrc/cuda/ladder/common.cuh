@@ -81,15 +81,7 @@ template <typename T> inline Params<T> make_params(const GemmProblem& p) {
   return q;
 }
 
-// True when a float operand can be read with 16-byte vectors along its
-// contiguous dim: base pointer 16-byte aligned, leading dim (the non-unit
-// stride) and batch stride multiples of 4 elements.  Tiles start at multiples
-// of 4 in every dim, so every vector of every tile is then aligned.
-inline bool operand_vec4_ok(const Operand& o, int64_t batch) {
-  const int64_t ld = o.row_major() ? o.row_stride : o.col_stride;
-  return pointer_alignment(o.ptr) >= 16 && ld % 4 == 0 &&
-         (batch == 1 || o.batch_stride % 4 == 0);
-}
+// (operand_vec4_ok: gemm_problem.h.)
 
 // ---------------------------------------------------------------------------
 // Grid: output tiles in grid.x (up to 2^31-1), batch in grid.y capped at
