@@ -430,13 +430,12 @@ def test_staged_copies_exact(dtype):
             assert bad == 0, (tuple(a.shape), tuple(b.shape), torch.ops.tiled.gemm_kernel_name(a, b), bad)
 
 
-def _simt_staging(M, N, K, layout):
+def _simt_staging(M, N, layout):
     """Mirror of dispatch.cu's simt_plan for contiguous operands (a "T"
     operand is a column-major view with leading dimension M or K): the
     staging prefix of the kernel name."""
     b = M >= 2048 and (layout[1] == "T" or N % 4 != 0)
-    a_unaligned = (K % 4 != 0) if layout[0] == "N" else (M % 4 != 0)
-    a = N >= 2048 and a_unaligned and (layout[0] == "N" or b or (layout[1] == "N" and N % 4 == 0))
+    a = N >= 2048 and layout[0] == "T" and M % 4 != 0 and (b or (layout[1] == "N" and N % 4 == 0))
     return {(False, False): "", (True, False): "staged_a+", (False, True): "staged_b+", (True, True): "staged_ab+"}[(a, b)]
 
 
@@ -446,9 +445,9 @@ def test_strict_fp32_stages_column_major_b(layout):
     """Strict fp32 on the SIMT kernel's large config: from M = 2048 a
     column-major B, or a row-major one that is not 16-byte aligned, is copied
     row-major with an aligned leading dimension first; from N = 2048 an
-    unaligned A gets an aligned copy in its layout (column-major only when B
-    ends up row-major and aligned: the kernel's 16-byte copies need every M-
-    or N-contiguous operand aligned); otherwise no copy."""
+    unaligned column-major A gets an aligned column-major copy when B ends up
+    row-major and aligned (the kernel's 16-byte copies need every M- or
+    N-contiguous operand aligned); otherwise no copy."""
     with tf32_mode(False):
         # >= 132 tiles of 128x128: aligned; B unaligned; below M = 2048;
         # A unaligned in T layouts; both unaligned.
@@ -457,7 +456,7 @@ def test_strict_fp32_stages_column_major_b(layout):
             a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
             name = torch.ops.tiled.gemm_kernel_name(a, b)
             if _is_hopper() or name.endswith("simt_fast"):
-                assert name == _simt_staging(M, N, K, layout) + "simt_fast", (M, N, K, layout, name)
+                assert name == _simt_staging(M, N, layout) + "simt_fast", (M, N, K, layout, name)
             check(M, N, K, torch.float32, "cuda", layout, bias=(K % 2 == 0))
 
 

@@ -162,13 +162,15 @@ StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
 // ~77 / M of its time at 48 TFLOP/s and 2.5 TB/s: < 4% from M = 2048.
 // The same copy, with a leading dimension padded to 4 floats, gives a
 // row-major B that is not 16-byte aligned (e.g. 4095^3) the 16-byte copies
-// it would lose.  From N = 2048 an unaligned A gets an aligned copy in its
-// own layout: row-major (K-contiguous), so that the 4-byte copies of a k-tile
-// row cover whole 32-byte sectors; column-major (M-contiguous) when B ends
-// up aligned (the kernel copies 16 bytes at a time only when every M- or
-// N-contiguous operand allows it).  Measured (H100, 6196e77, paired with
-// cuBLAS, B and column-major A only): 4095^3 NN / NT / TN / TT 0.91 / 0.88 /
-// 0.87 / 0.92 -> 0.93 / 0.90 / 0.88 / 0.93, 4097^3 0.90 -> 0.95.
+// it would lose; and from N = 2048 a column-major (M-contiguous) A that is
+// not aligned gets an aligned column-major copy when B ends up aligned (the
+// kernel copies 16 bytes at a time only when every M- or N-contiguous
+// operand allows it).  Measured (H100, paired with cuBLAS, A-B-B-A against
+// TILED_SIMT_STAGE_B=0, explore-*-6196e77-fp32-unaligned): 4095^3 NN / NT /
+// TN / TT 0.91 / 0.88 / 0.87 / 0.92 -> 0.93 / 0.90 / 0.88 / 0.93, 4097^3
+// 0.90 -> 0.95.  An aligned copy of an unaligned row-major (K-contiguous) A
+// too, so that its k-tile rows are whole 32-byte sectors, lost what it cost
+// (a58ee68: 4095^3 NN 0.93 -> 0.91, NT 0.90 -> 0.88, 4097^3 0.95 -> 0.93).
 // TILED_SIMT_STAGE_B=0 reads both in place (A/B runs).
 constexpr int64_t kMinSimtStagedM = 2048;
 StagingPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
@@ -178,8 +180,8 @@ StagingPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
     return s;
   const bool b_aligned_row = p.b.row_major() && operand_vec4_ok(p.b, p.batch);
   if (p.M >= kMinSimtStagedM && !b_aligned_row) s.b = stage_as(true, p.K, p.N, 4);
-  if (p.N >= kMinSimtStagedM && !operand_vec4_ok(p.a, p.batch) && (p.a.row_major() || s.b.on || b_aligned_row))
-    s.a = stage_as(p.a.row_major(), p.M, p.K, 4);
+  if (p.N >= kMinSimtStagedM && !p.a.row_major() && !operand_vec4_ok(p.a, p.batch) && (s.b.on || b_aligned_row))
+    s.a = stage_as(false, p.M, p.K, 4);
   return s;
 }
 
