@@ -97,7 +97,6 @@ else:
     )
 
 
-
 class BuildExt(cpp_extension.BuildExtension.with_options(use_ninja=True)):
     """torch's BuildExtension, plus the PTXAS_O1_SOURCES: each compiled by
     nvcc with the extension's nvcc flags, its architectures and `-Xptxas

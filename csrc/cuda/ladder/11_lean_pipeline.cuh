@@ -372,10 +372,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     };
     if constexpr (SK) {
       // A stream-K CTA takes its run's pieces, last tile first (stream_k.h);
-      // a block past them one whole tile.  One call of `piece`: a second
-      // inlined copy of the k-loop got a register allocation whose FFMAs
-      // read two registers of one bank (twice the issue cycles) in half the
-      // cases.
+      // a block past them one whole tile.  One call of `piece`, so the
+      // k-loop is compiled once and whole tiles run the code the pieces do.
       const int cta = static_cast<int>(blockIdx.x);
       int64_t whole = cta >= sk.sk_grid ? sk.sk_tiles + (cta - sk.sk_grid) : -1;
       SkRun run{0, 0};

@@ -81,8 +81,6 @@ template <typename T> inline Params<T> make_params(const GemmProblem& p) {
   return q;
 }
 
-// (operand_vec4_ok: gemm_problem.h.)
-
 // ---------------------------------------------------------------------------
 // Grid: output tiles in grid.x (up to 2^31-1), batch in grid.y capped at
 // 65535 with a grid-stride loop over the batch inside the kernel.

@@ -203,8 +203,21 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   return cudaGetLastError() == cudaSuccess ? nullptr : "simt_fast split-K: reduction launch failed";
 }
 
-// Stream-K over the large config's last partial wave (step 109 only:
-// TILED_SIMT_SPREAD unset; batch 1): with T tiles of 128 x 256 on S SMs
+// The large-problem kernel: kSimtLargeConfig (109), or for A/B runs with
+// TILED_SIMT_SPREAD=0 step 104 (the copies in one burst after each
+// barrier), =1 step 106 (the FFMAs row by row), =2 step 107 (106 with BK 8),
+// =3 step 108 (the FFMAs column by column, ptxas -O3).
+using SimtRun = const char* (*)(const GemmProblem&, const DeviceInfo&, cudaStream_t);
+SimtRun simt_large_kernel() {
+  return setting_is("TILED_SIMT_SPREAD", "0")   ? &run_simt_lean_wide
+         : setting_is("TILED_SIMT_SPREAD", "1") ? &run_simt_lean_wide_spread
+         : setting_is("TILED_SIMT_SPREAD", "2") ? &run_simt_lean_wide_k8
+         : setting_is("TILED_SIMT_SPREAD", "3") ? &run_simt_lean_wide_cols
+                                                : kSimtLargeConfig;
+}
+
+// Stream-K over the large config's last partial wave (step 109 only, the
+// simt_large_kernel() unless TILED_SIMT_SPREAD picks another; batch 1): with T tiles of 128 x 256 on S SMs
 // (one block each), whole tiles leave S - T % S SMs idle for the last wave;
 // stream_k_tiles(T, S, k-tiles) tiles are dealt to S CTAs as equal runs of
 // k-tiles instead (stream_k.h, 11_lean_pipeline.cuh), the rest run whole.
@@ -227,9 +240,7 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
 // a wave no longer shares A / B k-slices in L2).
 constexpr int64_t kMinStreamKTiles = 32;
 int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0")) return 0;
-  for (const char* v : {"0", "1", "2", "3"})
-    if (setting_is("TILED_SIMT_SPREAD", v)) return 0;
+  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0") || simt_large_kernel() != kSimtLargeConfig) return 0;
   const int64_t sms = sm_count(dev), k_tiles = ceil_div(p.K, 16);
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
   if (k_tiles < kMinStreamKTiles || k_tiles > (int64_t{1} << 24) || sms > 4096) return 0;
@@ -309,16 +320,7 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   }
   // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
   // give it (the launcher says so before launching) takes step 101's.
-  // For A/B runs, TILED_SIMT_SPREAD=0: step 104 instead (the copies in one
-  // burst after each barrier), =1: step 106 (the FFMAs row by row), =2: step
-  // 107 (106 with BK 8), =3: step 108 (the FFMAs column by column, ptxas
-  // -O3); unset or anything else: kSimtLargeConfig (109).
-  const auto large = setting_is("TILED_SIMT_SPREAD", "0")   ? &ladder::run_simt_lean_wide
-                     : setting_is("TILED_SIMT_SPREAD", "1") ? &ladder::run_simt_lean_wide_spread
-                     : setting_is("TILED_SIMT_SPREAD", "2") ? &ladder::run_simt_lean_wide_k8
-                     : setting_is("TILED_SIMT_SPREAD", "3") ? &ladder::run_simt_lean_wide_cols
-                                                            : ladder::kSimtLargeConfig;
-  if (large(p, dev, stream) == nullptr) return nullptr;
+  if (ladder::simt_large_kernel()(p, dev, stream) == nullptr) return nullptr;
   return ladder::run_simt_lean_prefetch(p, dev, stream);
 }
 
