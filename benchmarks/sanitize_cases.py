@@ -31,7 +31,6 @@ def sm90_cases(cases, dtype, label, bias=False, name_prefix="", lays=("NN", "TT"
     the failures and prints the kernel that ran."""
     failures = 0
     os.environ["TILED_SKINNY_MAXM"] = "0"
-    os.environ["TILED_GEMV_MAXM"] = "0"
     for M, N, K, batch, env in cases:
         os.environ.update(env)
         for lay in lays:
@@ -43,7 +42,7 @@ def sm90_cases(cases, dtype, label, bias=False, name_prefix="", lays=("NN", "TT"
             print(f"{label} {M}x{N}x{K} batch {batch} {lay}: {torch.ops.tiled.gemm_kernel_name(a, b)}")
         for k in env:
             del os.environ[k]
-    del os.environ["TILED_SKINNY_MAXM"], os.environ["TILED_GEMV_MAXM"]
+    del os.environ["TILED_SKINNY_MAXM"]
     return failures
 
 
@@ -73,24 +72,6 @@ def main():
                 torch.randn(N, K + 8, device="cuda", dtype=torch.bfloat16)[:, :K].t()
             failures += bad_result(a, b, name_prefix="skinny")
     del os.environ["TILED_SKINNY_SPLITK"], os.environ["TILED_SKINNY_CLUSTER"], os.environ["TILED_SM90_SLAB"]
-    # The few-row kernel (M or N <= 8): ragged rows, columns and K, both
-    # layouts of each operand (leading dimensions padded to 8 elements),
-    # cluster slices, batches, the swapped orientation.
-    def padded(rows, cols, ch, batch=1):
-        inner, outer = (cols, rows) if ch == "N" else (rows, cols)
-        t = torch.randn(batch, outer, inner + 8 - inner % 8, device="cuda", dtype=torch.float16)[..., :inner]
-        t = t if ch == "N" else t.transpose(-1, -2)
-        return t[0] if batch == 1 else t
-
-    os.environ["TILED_GEMV_MIN_ELEMS"] = "0"
-    for M, N, K, batch, splits in ((1, 100, 72, 1, "1"), (3, 136, 1000, 1, "3"), (8, 70, 264, 2, "2"),
-                                   (5, 200, 4100, 1, "8"), (300, 7, 520, 1, "2"), (2, 1000, 9, 3, "1")):
-        os.environ["TILED_GEMV_SPLITS"] = splits
-        for lay in ("NN", "NT", "TN", "TT"):
-            a, b = padded(M, K, lay[0], batch), padded(K, N, lay[1])
-            bias = torch.randn(N, device="cuda", dtype=torch.float16)
-            failures += bad_result(a, b, bias, name_prefix="gemv")
-    del os.environ["TILED_GEMV_MIN_ELEMS"], os.environ["TILED_GEMV_SPLITS"]
     # The Hopper kernel's stream-K pieces (partials through the workspace,
     # flags), ragged and batched; the deep-K split-K default; 128x64 tiles
     # with K split in two; TMA-stored C (ragged, batched; then several tiles

@@ -23,10 +23,8 @@ gemm = torch.ops.tiled.gemm
 @pytest.fixture(autouse=True)
 def _hopper_only(monkeypatch):
     """These tests are about the sm_90a kernels: keep the small-M/N family
-    (tests/test_skinny.py) and the few-row one (tests/test_gemv.py) from
-    taking their small shapes."""
+    (tests/test_skinny.py) from taking their small shapes."""
     monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
-    monkeypatch.setenv("TILED_GEMV_MAXM", "0")
 
 
 def kernel_name(a, b):

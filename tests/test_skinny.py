@@ -33,8 +33,6 @@ def _defaults(monkeypatch):
     # apply (tests/test_hopper.py, test_slab_over_skinny): these tests are
     # about the skinny kernel.
     monkeypatch.setenv("TILED_SM90_SLAB", "0")
-    # ... and M or N <= 8 would go to the few-row kernel (tests/test_gemv.py).
-    monkeypatch.setenv("TILED_GEMV_MAXM", "0")
 
 
 def padded(values, ch):

@@ -83,12 +83,6 @@ std::vector<Settings> candidates(const GemmProblem& p) {
   const bool half = p.dtype == DType::bf16 || p.dtype == DType::f16;
   const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
   if (!half && !tf32) return out;  // strict fp32 / fp64: one kernel per shape
-  if (half && std::min(p.M, p.N) <= 8) {
-    // Few rows: the few-row kernel's K split, or the families below it
-    // (each of the candidates that follow runs with it off).
-    for (const char* s : {"1", "2", "4", "8"}) out.push_back({{"TILED_GEMV_SPLITS", s}});
-  }
-  const size_t below_gemv = out.size();
   if (half && std::min(p.M, p.N) <= 128) {
     // Small M or N: the skinny kernel's limit, K split and reduction, or the
     // Hopper kernel instead.
@@ -127,8 +121,6 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     if (half && p.a.row_major())
       for (const char* w : {"0", "144", "160", "176", "200", "208", "224", "232"}) out.push_back({{"TILED_SM90_SWAP_WIDTH", w}});
   }
-  if (half && std::min(p.M, p.N) <= 8)
-    for (size_t i = below_gemv; i < out.size(); ++i) out[i].push_back({"TILED_GEMV_MAXM", "0"});
   return out;
 }
 

@@ -1,7 +1,5 @@
 // The one place that picks a kernel for a problem.  Order of preference:
-//   0. the few-row kernel (bf16, fp16, min(M, N) <= 8, a large other
-//      operand): a stream of it through CUDA-core FMAs over every SM;
-//      then the small-M/N tensor-core kernel (bf16, fp16, min(M, N) <= 64): a
+//   0. the small-M/N tensor-core kernel (bf16, fp16, min(M, N) <= 64): a
 //      stream of the big operand split over every SM;
 //   1. Hopper tensor cores (sm_90a): bf16, fp16, fp32 with allow_tf32;
 //   2. the fast fp32 SIMT kernel (the ladder's last step), for fp32 the tensor
@@ -49,7 +47,7 @@ bool disabled(const char* family) {
   return list.find(std::string(",") + family + ",") != std::string::npos;
 }
 
-enum class Family { gemv, skinny, hopper, simt_fast, simt_general };
+enum class Family { skinny, hopper, simt_fast, simt_general };
 
 // 33..64 rows against a long N: the Hopper kernel's 128-row tiles (half
 // their rows idle) stream B faster than the skinny kernel's 64-row ones.
@@ -85,7 +83,6 @@ bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 Family choose(const GemmProblem& p, const DeviceInfo& dev) {
-  if (!disabled("gemv") && gemv_can_run(p, dev)) return Family::gemv;
   if (!disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev)) return Family::skinny;
   if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
   // fp32 the tensor cores did not take: strict fp32, or TF32 allowed but the
@@ -210,7 +207,6 @@ size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
 
 const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   switch (choose(p, dev)) {
-    case Family::gemv: return gemv_gemm(p, dev, stream);
     case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
     case Family::hopper: return hopper_gemm(p, dev, stream, workspace);
     case Family::simt_fast: return simt_fast_gemm(p, dev, stream, workspace);
@@ -221,7 +217,6 @@ const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream
 
 const char* name_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
-    case Family::gemv: return gemv_config_name(p, dev);
     case Family::skinny: return skinny_config_name(p, dev);
     case Family::hopper: return hopper_config_name(p, dev);
     case Family::simt_fast: return simt_fast_config_name(p, dev);

@@ -94,13 +94,6 @@ const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev);
 // than a sliced-K one for few tiles.
 bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev);
 
-// Few rows (M or N of 1..8), bf16/fp16 on sm_90: a stream of the big
-// operand through CUDA-core FMAs, K split over clusters and summed in rank
-// order (gemv/).  No workspace.
-bool gemv_can_run(const GemmProblem& p, const DeviceInfo& dev);
-const char* gemv_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
-const char* gemv_config_name(const GemmProblem& p, const DeviceInfo& dev);
-
 // Small M or small N (1..64), bf16/fp16 on sm_80+: mma.sync tiles of
 // BM x 128 with K split over the SMs and a deterministic reduction of the
 // slices' fp32 partials in a workspace (skinny/).
