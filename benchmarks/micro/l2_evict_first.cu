@@ -13,8 +13,9 @@
 //   warm:   right after reading the same bytes (partly L2-resident)
 // each with plain loads, loads under evict_first, and cp.async (the skinny
 // kernel's copy) with and without the hint; and plain / evict_first loads
-// eight in flight per thread (what deeper queues of loads buy), the latter
-// also from only 64 CTAs (a grid of 64-row tiles at N = 4096).  Median of 41 runs, cudaEvents.
+// eight in flight per thread (what deeper queues of loads buy), and under
+// evict_first 8 or 16 in flight from 64, 128 or 264 CTAs (does a grid of
+// 64-row tiles at N = 4096, 64 CTAs, need more CTAs or more in flight?).  Median of 41 runs, cudaEvents.
 // Build and run (on the GPU): nvcc -O3 -arch=sm_90a -o /tmp/l2ef
 //   benchmarks/micro/l2_evict_first.cu && /tmp/l2ef
 #include <algorithm>
@@ -34,7 +35,7 @@
     }                                                                               \
   } while (0)
 
-enum Mode { kPlain = 0, kHint = 1, kCpAsync = 2, kCpAsyncHint = 3, kPlain8 = 4, kHint8 = 5 };
+enum Mode { kPlain = 0, kHint = 1, kCpAsync = 2, kCpAsyncHint = 3, kPlain8 = 4, kHint8 = 5, kHint16 = 6 };
 
 // Each thread reads 16-byte chunks with a grid stride and folds them into
 // one word (written only when impossible, so the loads stay live).
@@ -45,14 +46,15 @@ __global__ void __launch_bounds__(256) read_kernel(const uint4* src, int64_t n, 
   uint32_t acc = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (MODE == kPlain8 || MODE == kHint8) {
-    // Eight independent loads in flight per thread before any is used.
-    for (; i < n; i += 8 * stride) {
-      uint4 v[8];
+  if (MODE == kPlain8 || MODE == kHint8 || MODE == kHint16) {
+    // U independent loads in flight per thread before any is used.
+    constexpr int U = MODE == kHint16 ? 16 : 8;
+    for (; i < n; i += U * stride) {
+      uint4 v[U];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < U; ++j) {
         const int64_t k = i + j * stride < n ? i + j * stride : i;
-        if (MODE == kHint8)
+        if (MODE != kPlain8)
           asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
                        : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w)
                        : "l"(src + k), "l"(policy));
@@ -62,7 +64,7 @@ __global__ void __launch_bounds__(256) read_kernel(const uint4* src, int64_t n, 
                        : "l"(src + k));
       }
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+      for (int j = 0; j < U; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
     }
   } else if (MODE == kPlain || MODE == kHint) {
     for (; i < n; i += stride) {
@@ -131,15 +133,19 @@ int main() {
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));
   CHECK(cudaEventCreate(&t1));
+  // Modes 0-5 from sms * 4 CTAs; then evict_first loads 8 or 16 in flight
+  // per thread from fewer CTAs (64: the 64-row tiles of N = 4096).
   const char* mode_names[] = {"ld", "ld+evict_first", "cp.async", "cp.async+evict_first", "ld x8", "ld x8+evict_first",
-                              "ld x8+evict_first 64 CTAs"};
+                              "ld x8+ef 64 CTAs", "ld x8+ef 128 CTAs", "ld x8+ef 264 CTAs",
+                              "ld x16+ef 64 CTAs", "ld x16+ef 128 CTAs"};
+  constexpr int kModes = 11;
   const char* state_names[] = {"dirty", "clean", "warm"};
   const int64_t sizes[] = {8LL << 20, 32LL << 20, 112LL << 20};
   std::printf("%-8s %-6s %-22s %10s %8s\n", "bytes", "L2", "loads", "median us", "GB/s");
   for (int64_t bytes : sizes) {
     const int64_t n = bytes / 16;
     for (int state = 0; state < 3; ++state) {
-      for (int mode = 0; mode < 7; ++mode) {
+      for (int mode = 0; mode < kModes; ++mode) {
         std::vector<float> us;
         for (int rep = 0; rep < 41; ++rep) {
           if (state == 0) write_kernel<<<sms * 8, 256>>>(flush, flush_bytes / 16, rep);
@@ -153,7 +159,11 @@ int main() {
             case kCpAsyncHint: read_kernel<kCpAsyncHint><<<sms * 4, 256>>>(data, n, sink); break;
             case kPlain8: read_kernel<kPlain8><<<sms * 4, 256>>>(data, n, sink); break;
             case kHint8: read_kernel<kHint8><<<sms * 4, 256>>>(data, n, sink); break;
-            default: read_kernel<kHint8><<<64, 256>>>(data, n, sink); break;  // as many CTAs as 64-row tiles of N = 4096
+            case 6: read_kernel<kHint8><<<64, 256>>>(data, n, sink); break;
+            case 7: read_kernel<kHint8><<<128, 256>>>(data, n, sink); break;
+            case 8: read_kernel<kHint8><<<264, 256>>>(data, n, sink); break;
+            case 9: read_kernel<kHint16><<<64, 256>>>(data, n, sink); break;
+            default: read_kernel<kHint16><<<128, 256>>>(data, n, sink); break;
           }
           CHECK(cudaEventRecord(t1));
           CHECK(cudaEventSynchronize(t1));
