@@ -122,12 +122,6 @@ def main():
                             (100, 9000, 72, 1, {"TILED_SM90_SLAB": "48"}), (130, 200, 520, 1, {"TILED_SM90_SLAB": "56"}),
                             (64, 72, 64, 2, {"TILED_SM90_SLAB": "64"})),
                            torch.bfloat16, "sm90 one-slab", bias=True, name_prefix="sm90_bf16", lays=("NN", "TT", "TN"))
-    # One-slab 64x8 tiles with K split over a 2-CTA cluster (NT): ragged N,
-    # M and K (slices of unequal length), a batch.
-    failures += sm90_cases(((5, 1000, 260, 1, {"TILED_SM90_SLAB_SPLIT": "1", "TILED_SM90_SLAB": "8"}),
-                            (3, 200, 130, 2, {"TILED_SM90_SLAB_SPLIT": "1", "TILED_SM90_SLAB": "8"})),
-                           torch.bfloat16, "sm90 one-slab split", bias=True, name_prefix="sm90_bf16_64x8sk2",
-                           lays=("NT",))
     # One-slab tiles as called (a small N; NN, NT, TN): ragged M (the last
     # tile's rows), ragged N (the last tile's columns), a batch, more tiles
     # than SMs, one k-block; the register epilogue (narrow widths) and TMA

@@ -12,8 +12,7 @@ import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
-from conftest import (TF32_TOL, assert_close_rel, graph_replay, make_operands, rand, reference, run_poisoned,
-                      tf32_mode)
+from conftest import TF32_TOL, assert_close_rel, make_operands, rand, reference, run_poisoned, tf32_mode
 
 IS_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 pytestmark = pytest.mark.skipif(not IS_SM90, reason="needs a compute-capability 9.0 (Hopper) GPU")
@@ -201,8 +200,6 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     slab=False: as with TILED_SM90_SLAB=0."""
     one_slab = slab and slab_width(dtype, M, N, layout, batch, streamk=streamk)
     if one_slab:
-        if slab_split(one_slab, M, N, K, layout, batch):
-            one_slab = "64x8sk2"
         return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
     one_slab = slab and slab_width_as_called(dtype, M, N, layout, batch, streamk=streamk)
     if one_slab:
@@ -622,16 +619,6 @@ def n_major_slab(tile, N, layout, swapped=False):
     return "64x32" if N <= 32 else "64x64"
 
 
-def slab_split(tile, M, N, K, layout, batch=1):
-    """Mirror of hopper.cu's slab_split(): a small-M NT problem on one-slab
-    64x8 tiles (swapped: 64 rows of N by 8 of M) splits K in two over a
-    2-CTA cluster where its tiles fill at most half the SMs and K has >= 32
-    k-blocks of 64 (TILED_SM90_SLAB_SPLIT unset)."""
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
-    return (tile == "64x8" and layout == "NT" and cdiv(N, 64) * cdiv(M, 8) * batch * 2 <= num_sms()
-            and cdiv(K, 64) >= 32)
-
-
 def slab_rule(M, N, b_n_major, batch, rule, streamk):
     """slab_width's rule for a problem of M <= N whose B is N-major or not."""
     if streamk is not None and not rule:
@@ -705,53 +692,6 @@ def test_slab_rule(monkeypatch, dtype, layout):
         assert "_64x" not in kernel_name(a, b)
     a, b = make_operands(64, 4096, 1024, dtype, "cuda", "TT")
     assert slab_width(dtype, 64, 4096, "TT") is None and "_64x" not in kernel_name(a, b)
-
-
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_slab_split(monkeypatch, dtype):
-    """A small-M NT problem on one 8-wide column of one-slab tiles over at
-    most half the SMs splits K in two over a 2-CTA cluster (slab_split):
-    exact on integers with ragged M, N and K (slices of unequal length),
-    batched, with bias; the same bits on every run and under a CUDA graph;
-    TILED_SM90_SLAB_SPLIT=0 runs the tiles whole, =1 splits them where the
-    rule would not (few k-blocks, more tiles)."""
-    monkeypatch.delenv("TILED_SM90_SLAB_SPLIT", raising=False)
-    split = variant_name(dtype, "64x8sk2sw", "NT")
-    whole = variant_name(dtype, "64x8sw", "NT")
-    for M, N, K in [(1, 4096, 4096), (5, 4000, 4104), (8, 3504, 2056), (3, 4096, 14336)]:
-        assert slab_split(slab_width(dtype, M, N, "NT"), M, N, K, "NT"), (M, N, K)
-        exact_check(M, N, K, dtype, "NT")
-        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
-        assert kernel_name(a, b) == expected_name(dtype, M, N, "NT", K=K) == split, (M, N, K)
-        out = check(a, b, dtype, bias=False)
-        for _ in range(3):
-            assert torch.equal(gemm(a, b), out)
-        a_new = torch.randn_like(a)
-        replayed = graph_replay(lambda: gemm(a, b), lambda: a.copy_(a_new))
-        assert torch.equal(replayed, gemm(a, b))
-        with monkeypatch.context() as m:
-            m.setenv("TILED_SM90_SLAB_SPLIT", "0")
-            assert kernel_name(a, b) == whole
-            assert_close_rel(gemm(a, b), reference(a, b), dtype)
-    # Batched (tile rows counted over the batch), exact, with bias.
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(5)
-    a = small_ints((2, 7, 2104), dtype, gen)
-    b = layout_view(small_ints((2, 2104, 2048), dtype, gen), "T")
-    bias = small_ints((2048,), dtype, gen)
-    assert kernel_name(a, b) == split == expected_name(dtype, 7, 2048, "NT", 2, 2104)
-    out, _ = run_poisoned(lambda: gemm(a, b, bias), 2 * 7 * 2048, dtype, "cuda")
-    assert torch.equal(out, reference(a, b, bias).to(dtype))
-    # Not: more tile rows than half the SMs, fewer than 32 k-blocks, NN.
-    for M, N, K, layout in [(8, 8192, 4096, "NT"), (8, 4096, 1984, "NT"), (8, 4096, 4096, "NN")]:
-        a, b = make_operands(M, N, K, dtype, "cuda", layout)
-        assert "sk2" not in kernel_name(a, b) and kernel_name(a, b) == expected_name(dtype, M, N, layout, K=K)
-    # Forced: split where the rule would not, right.
-    monkeypatch.setenv("TILED_SM90_SLAB_SPLIT", "1")
-    for M, N, K in [(8, 8192, 200), (2, 4096, 136)]:
-        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
-        assert kernel_name(a, b) == split, (M, N, K)
-        exact_check(M, N, K, dtype, "NT")
 
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN"])

@@ -208,17 +208,14 @@ struct Sm90Config {
                 "instantiated wgmma N sizes");
   static_assert(!kSwappedOnly || (kTransC_ && (!kBMN || kOneSlab) && kCluster == 1),
                 "144-232, one-slab: swapped, no cluster; 144-232 a K-major B");
-  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && kCluster == 1 &&
+  static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 &&
                               slab_layout_built(kAMN, kBMN, kTransC_)),
                 "one-slab: 16-bit, cooperative whole tiles, no cluster, the layouts of hopper.h's slab_layout_built");
-  // One-slab split-K: 8-wide tiles of C^T with both operands K-major (a
-  // small-M NT run swapped over too few tile rows; hopper.cu, slab_split).
-  static_assert(!kOneSlab || !kSplitK || (kBN == 8 && !kAMN && !kBMN && kTransC_), "one-slab split-K: 64x8, swapped, K-major");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
-  static_assert(!kSplitK || kBN == 64 || kBN == 128 || kOneSlab, "split-K: 128x128 or 128x64 tiles, or one-slab");
+  static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
-  static_assert(!kTransC_ || (kElemBytes == 2 && (kBN == 256 || kSwappedOnly) && !kPingPong && (!kSplitK || kOneSlab)),
+  static_assert(!kTransC_ || (kElemBytes == 2 && (kBN == 256 || kSwappedOnly) && !kPingPong && !kSplitK),
                 "16-bit transposed-C kernels: cooperative 128x256 tiles or the swapped-only widths");
   static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
   static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
@@ -1003,7 +1000,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // per row).  Every TMA write into the ring has landed (each stage's
         // `full` was waited on) and this CTA loads nothing more, but the other
         // consumer warpgroup may still be reading the last stages: wait for it.
-        named_barrier_sync(1, 128 * Cfg::kConsumers);
+        named_barrier_sync(1, 256);
         const int prow = cw * 64 + warp * 16 + lane / 4;
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j) {
@@ -1041,7 +1038,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const T* bias = static_cast<const T*>(args.bias);
       const int t = threadIdx.x - 128;
       constexpr int kQuads = kBN / 4;
-      for (int q = t; q < rows * kQuads; q += 128 * Cfg::kConsumers) {
+      for (int q = t; q < rows * kQuads; q += 256) {
         const int prow = r * rows + q / kQuads, pcol = 4 * (q % kQuads);
         const uint32_t addr = ring + (prow * Cfg::kPartialStride + pcol) * 4;
         float4 sum = ld_shared_cluster_v4(addr, 0);
@@ -1055,18 +1052,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const int64_t row = static_cast<int64_t>(tc.tm) * kBM + prow;
         const int col0 = tc.tn * kBN + pcol;
         if (row >= args.M) continue;
-        const float vals[4] = {sum.x, sum.y, sum.z, sum.w};
-        if constexpr (Cfg::kSwappedOnly) {
-          // C^T (one-slab): this row is a column of the caller's C and
-          // indexes the bias; these 4 columns are 4 of its rows.
-          const float bv = bias ? OutCast<T>::load(bias + row) : 0.f;
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (col0 + e < args.N)
-              OutCast<T>::store1(c + static_cast<int64_t>(col0 + e) * args.c_row_stride + row, vals[e] + bv);
-          continue;
-        }
         T* out = c + row * args.c_row_stride;
+        const float vals[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
         for (int e = 0; e < 4; e += 2) {
           const int col = col0 + e;
@@ -1296,11 +1283,6 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     default: return launch_sm90<Sm90Config<T, BN, true, true, CL, PP, ##__VA_ARGS__>>(p, dev, stream, c, workspace);  \
   }
     if (c.c_trans) {  // C^T's tiles stored transposed (hopper.cu's swap_fills_waves, swap_width)
-      if (c.slab > 0 && c.split_k > 1) {
-        // One-slab split-K (hopper.cu's slab_split): built for 64x8 tiles, both operands K-major.
-        if (c.slab != 8 || c.a_mn || c.b_mn || c.split_k != 2) return "sm90: no one-slab split-K kernel for that tile";
-        return launch_sm90<Sm90Config<T, 8, false, false, 1, false, true, true, true>>(p, dev, stream, c, workspace);
-      }
       if (c.pingpong || c.split_k > 1 || c.sk_tiles > 0 || (c.cluster != 1 && c.tile != Tile::k128x256))
         return "sm90: a 16-bit transposed C needs cooperative whole tiles";
       if (c.slab > 0 || tile_swapped_only(c.tile)) {

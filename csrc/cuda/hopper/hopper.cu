@@ -579,24 +579,6 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major(), false) : w;
 }
 
-// K split in two over a 2-CTA cluster for one-slab tiles (slices summed in
-// the cluster's rank order, through distributed shared memory: the same
-// bits every run): a small-M NT problem (x @ W.T, M <= 8: one 8-wide column
-// of 64-row tiles of C^T, both operands K-major) whose tiles fill at most
-// half the SMs, with K >= 32 k-blocks.  N = 4096 gives 64 tiles, so 64 SMs
-// stream W; a read of 32 MB through the benchmark's dirty L2 under
-// evict_first measured 23.3 us from 64 CTAs and 18.2 us from 128 (H100,
-// benchmarks/micro/l2_evict_first.cu, 8 loads in flight per thread).
-// TILED_SM90_SLAB_SPLIT=0 off, =1 wherever a 64x8 K-major tile runs
-// swapped (K >= 2 k-blocks).  Returns S (2) or 0.
-[[maybe_unused]] int slab_split(const GemmProblem& p, const DeviceInfo& dev, const Choice& c) {
-  if (c.slab != 8 || c.a_mn || c.b_mn || setting_is("TILED_SM90_SLAB_SPLIT", "0")) return 0;
-  const int64_t units = ceil_div(p.M, 64) * ceil_div(p.N, 8) * p.batch;
-  const int64_t k_blocks = ceil_div(p.K, 64);
-  if (!setting_is("TILED_SM90_SLAB_SPLIT", "1") && (units * 2 > sm_count(dev) || k_blocks < 32)) return 0;
-  return k_blocks >= 2 && units * 2 <= kMaxInt ? 2 : 0;
-}
-
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
 // so, its Choice (c_trans set when swapped).  `width`: a swapped-only
 // 128-row tile (swap_width), `slab`: a one-slab width (slab_width, or
@@ -648,7 +630,6 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     w.skip_idle_slabs = c.skip_idle_slabs;
     // One-slab tiles: the layouts built for them; 144-232: swapped, a K-major B.
     if (slab > 0 ? !sm90::slab_layout_built(w.a_mn, w.b_mn, swapped) : (!swapped || w.b_mn)) return false;
-    if (slab > 0 && swapped) w.split_k = slab_split(p, dev, w);
     c = w;
   }
   if (dev.max_smem_per_block_optin <
@@ -657,9 +638,8 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
   // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
   // switches it off (such problems are then staged K-major, as before it).
   if (p.dtype == DType::f32 && c.a_mn && setting_is("TILED_SM90_TF32_REGISTER_A", "0")) return false;
-  // Neither a tf32 register A nor a transposed C has ping-pong or split-K
-  // kernels (but for the one-slab split, slab_split).
-  if ((swapped || (p.dtype == DType::f32 && c.a_mn)) && (c.pingpong || (c.split_k > 1 && c.slab == 0))) return false;
+  // Neither a tf32 register A nor a transposed C has ping-pong or split-K kernels.
+  if ((swapped || (p.dtype == DType::f32 && c.a_mn)) && (c.pingpong || c.split_k > 1)) return false;
   c.c_trans = swapped;
   if (choice) *choice = c;
   return true;
@@ -712,11 +692,10 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // swapped (C^T stored transposed) adds "sw", e.g. 128x256sw; 128x144sw,
   // 128x160sw, 128x176sw, 128x200sw, 128x208sw, 128x224sw and 128x232sw run
   // swapped only (swap_width); the one-slab tiles run swapped for a small M,
-  // 64x8sw ... 64x64sw (slab_width), 64x8sk2sw with K split in two
-  // (slab_split), and as called for a small N, 64x8 ... 64x64
-  // (slab_width_as_called).  Built once.
+  // 64x8sw ... 64x64sw (slab_width), and as called for a small N, 64x8 ...
+  // 64x64 (slab_width_as_called).  Built once.
   static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  constexpr int kNumVariants = 30;
+  constexpr int kNumVariants = 29;
   static const char* const kVariants[kNumVariants] = {
       "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
       "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
@@ -724,13 +703,10 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
       // the swapped-only widths, in kSwapWidths order
       "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232",
       // the one-slab widths, in kSlabWidths order
-      "64x8", "64x16", "64x24", "64x32", "64x40", "64x48", "64x56", "64x64",
-      // the one-slab split (slab_split)
-      "64x8sk2"};
-  constexpr int kFirstSwapWidth = 14, kFirstSlab = 21, kSlabSplit = 29;
+      "64x8", "64x16", "64x24", "64x32", "64x40", "64x48", "64x56", "64x64"};
+  constexpr int kFirstSwapWidth = 14, kFirstSlab = 21;
   static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kFirstSlab &&
-                    kFirstSlab + sizeof(sm90::kSlabWidths) / sizeof(sm90::kSlabWidths[0]) == kSlabSplit &&
-                    kSlabSplit + 1 == kNumVariants,
+                    kFirstSlab + sizeof(sm90::kSlabWidths) / sizeof(sm90::kSlabWidths[0]) == kNumVariants,
                 "one name per width");
   static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
@@ -745,7 +721,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   }();
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
   const bool sk = c.sk_tiles > 0;
-  const int v = c.slab > 0                    ? (c.split_k > 1 ? kSlabSplit : kFirstSlab + sm90::slab_width_index(c.slab))
+  const int v = c.slab > 0                    ? kFirstSlab + sm90::slab_width_index(c.slab)
                 : c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
                 : c.split_k > 1 && c.tile == Tile::k128x64 ? 13
                 : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
