@@ -15,7 +15,9 @@
 // kernel's copy) with and without the hint; and plain / evict_first loads
 // eight in flight per thread (what deeper queues of loads buy), and under
 // evict_first 8 or 16 in flight from 64, 128 or 264 CTAs (does a grid of
-// 64-row tiles at N = 4096, 64 CTAs, need more CTAs or more in flight?).  Median of 41 runs, cudaEvents.
+// 64-row tiles at N = 4096, 64 CTAs, need more CTAs or more in flight?),
+// and from one CTA per SM with and without 180 KB of dynamic shared memory
+// (what a launch that needs the SM's shared memory reconfigured costs).  Median of 41 runs, cudaEvents.
 // Build and run (on the GPU): nvcc -O3 -arch=sm_90a -o /tmp/l2ef
 //   benchmarks/micro/l2_evict_first.cu && /tmp/l2ef
 #include <algorithm>
@@ -137,8 +139,14 @@ int main() {
   // per thread from fewer CTAs (64: the 64-row tiles of N = 4096).
   const char* mode_names[] = {"ld", "ld+evict_first", "cp.async", "cp.async+evict_first", "ld x8", "ld x8+evict_first",
                               "ld x8+ef 64 CTAs", "ld x8+ef 128 CTAs", "ld x8+ef 264 CTAs",
-                              "ld x16+ef 64 CTAs", "ld x16+ef 128 CTAs"};
-  constexpr int kModes = 11;
+                              "ld x16+ef 64 CTAs", "ld x16+ef 128 CTAs",
+                              "ld x8+ef 132 CTAs", "ld x8+ef 132 CTAs+180KB"};
+  constexpr int kModes = 13;
+  // The last: the same grid with 180 KB of (unused) dynamic shared memory
+  // per CTA, as the tensor-core kernels ask for (the SM's L1 / shared
+  // split must change after the flush's kernel, which uses none).
+  constexpr int kBigSmem = 180 * 1024;
+  CHECK(cudaFuncSetAttribute(read_kernel<kHint8>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBigSmem));
   const char* state_names[] = {"dirty", "clean", "warm"};
   const int64_t sizes[] = {8LL << 20, 32LL << 20, 112LL << 20};
   std::printf("%-8s %-6s %-22s %10s %8s\n", "bytes", "L2", "loads", "median us", "GB/s");
@@ -163,7 +171,9 @@ int main() {
             case 7: read_kernel<kHint8><<<128, 256>>>(data, n, sink); break;
             case 8: read_kernel<kHint8><<<264, 256>>>(data, n, sink); break;
             case 9: read_kernel<kHint16><<<64, 256>>>(data, n, sink); break;
-            default: read_kernel<kHint16><<<128, 256>>>(data, n, sink); break;
+            case 10: read_kernel<kHint16><<<128, 256>>>(data, n, sink); break;
+            case 11: read_kernel<kHint8><<<sms, 256>>>(data, n, sink); break;
+            default: read_kernel<kHint8><<<sms, 256, kBigSmem>>>(data, n, sink); break;
           }
           CHECK(cudaEventRecord(t1));
           CHECK(cudaEventSynchronize(t1));
