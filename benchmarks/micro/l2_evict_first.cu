@@ -17,7 +17,8 @@
 // evict_first 8 or 16 in flight from 64, 128 or 264 CTAs (does a grid of
 // 64-row tiles at N = 4096, 64 CTAs, need more CTAs or more in flight?),
 // and from one CTA per SM with and without 180 KB of dynamic shared memory
-// (what a launch that needs the SM's shared memory reconfigured costs).  Median of 41 runs, cudaEvents.
+// (what a launch that needs the SM's shared memory reconfigured costs).
+// Median of 41 runs, cudaEvents.
 // Build and run (on the GPU): nvcc -O3 -arch=sm_90a -o /tmp/l2ef
 //   benchmarks/micro/l2_evict_first.cu && /tmp/l2ef
 #include <algorithm>
@@ -135,45 +136,53 @@ int main() {
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));
   CHECK(cudaEventCreate(&t1));
-  // Modes 0-5 from sms * 4 CTAs; then evict_first loads 8 or 16 in flight
-  // per thread from fewer CTAs (64: the 64-row tiles of N = 4096).
-  const char* mode_names[] = {"ld", "ld+evict_first", "cp.async", "cp.async+evict_first", "ld x8", "ld x8+evict_first",
-                              "ld x8+ef 64 CTAs", "ld x8+ef 128 CTAs", "ld x8+ef 264 CTAs",
-                              "ld x16+ef 64 CTAs", "ld x16+ef 128 CTAs",
-                              "ld x8+ef 132 CTAs", "ld x8+ef 132 CTAs+180KB"};
-  constexpr int kModes = 13;
-  // The last: the same grid with 180 KB of (unused) dynamic shared memory
-  // per CTA, as the tensor-core kernels ask for (the SM's L1 / shared
-  // split must change after the flush's kernel, which uses none).
+  // The reads timed: kernel, grid (0: sms * 4 CTAs, -1: one per SM), dynamic
+  // shared memory: the last with 180 KB of it per CTA (unused), as the
+  // tensor-core kernels ask for, so the SM's L1 / shared split must change
+  // after the flush's kernel, which uses none.
   constexpr int kBigSmem = 180 * 1024;
   CHECK(cudaFuncSetAttribute(read_kernel<kHint8>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBigSmem));
+  struct Read {
+    const char* name;
+    Mode mode;
+    int grid;
+    int smem;
+  };
+  const Read reads[] = {{"ld", kPlain, 0, 0},
+                        {"ld+evict_first", kHint, 0, 0},
+                        {"cp.async", kCpAsync, 0, 0},
+                        {"cp.async+evict_first", kCpAsyncHint, 0, 0},
+                        {"ld x8", kPlain8, 0, 0},
+                        {"ld x8+evict_first", kHint8, 0, 0},
+                        {"ld x8+ef 64 CTAs", kHint8, 64, 0},
+                        {"ld x8+ef 128 CTAs", kHint8, 128, 0},
+                        {"ld x8+ef 264 CTAs", kHint8, 264, 0},
+                        {"ld x16+ef 64 CTAs", kHint16, 64, 0},
+                        {"ld x16+ef 128 CTAs", kHint16, 128, 0},
+                        {"ld x8+ef 1 CTA/SM", kHint8, -1, 0},
+                        {"ld x8+ef 1 CTA/SM+180KB", kHint8, -1, kBigSmem}};
   const char* state_names[] = {"dirty", "clean", "warm"};
   const int64_t sizes[] = {8LL << 20, 32LL << 20, 112LL << 20};
   std::printf("%-8s %-6s %-22s %10s %8s\n", "bytes", "L2", "loads", "median us", "GB/s");
   for (int64_t bytes : sizes) {
     const int64_t n = bytes / 16;
     for (int state = 0; state < 3; ++state) {
-      for (int mode = 0; mode < kModes; ++mode) {
+      for (const Read& r : reads) {
         std::vector<float> us;
         for (int rep = 0; rep < 41; ++rep) {
           if (state == 0) write_kernel<<<sms * 8, 256>>>(flush, flush_bytes / 16, rep);
           if (state == 1) read_kernel<kPlain><<<sms * 8, 256>>>(flush, flush_bytes / 16, sink);
           if (state == 2) read_kernel<kPlain><<<sms * 8, 256>>>(data, n, sink);
           CHECK(cudaEventRecord(t0));
-          switch (mode) {
-            case kPlain: read_kernel<kPlain><<<sms * 4, 256>>>(data, n, sink); break;
-            case kHint: read_kernel<kHint><<<sms * 4, 256>>>(data, n, sink); break;
-            case kCpAsync: read_kernel<kCpAsync><<<sms * 4, 256>>>(data, n, sink); break;
-            case kCpAsyncHint: read_kernel<kCpAsyncHint><<<sms * 4, 256>>>(data, n, sink); break;
-            case kPlain8: read_kernel<kPlain8><<<sms * 4, 256>>>(data, n, sink); break;
-            case kHint8: read_kernel<kHint8><<<sms * 4, 256>>>(data, n, sink); break;
-            case 6: read_kernel<kHint8><<<64, 256>>>(data, n, sink); break;
-            case 7: read_kernel<kHint8><<<128, 256>>>(data, n, sink); break;
-            case 8: read_kernel<kHint8><<<264, 256>>>(data, n, sink); break;
-            case 9: read_kernel<kHint16><<<64, 256>>>(data, n, sink); break;
-            case 10: read_kernel<kHint16><<<128, 256>>>(data, n, sink); break;
-            case 11: read_kernel<kHint8><<<sms, 256>>>(data, n, sink); break;
-            default: read_kernel<kHint8><<<sms, 256, kBigSmem>>>(data, n, sink); break;
+          const dim3 grid(r.grid > 0 ? r.grid : r.grid == 0 ? sms * 4 : sms);
+          switch (r.mode) {
+            case kPlain: read_kernel<kPlain><<<grid, 256, r.smem>>>(data, n, sink); break;
+            case kHint: read_kernel<kHint><<<grid, 256, r.smem>>>(data, n, sink); break;
+            case kCpAsync: read_kernel<kCpAsync><<<grid, 256, r.smem>>>(data, n, sink); break;
+            case kCpAsyncHint: read_kernel<kCpAsyncHint><<<grid, 256, r.smem>>>(data, n, sink); break;
+            case kPlain8: read_kernel<kPlain8><<<grid, 256, r.smem>>>(data, n, sink); break;
+            case kHint8: read_kernel<kHint8><<<grid, 256, r.smem>>>(data, n, sink); break;
+            case kHint16: read_kernel<kHint16><<<grid, 256, r.smem>>>(data, n, sink); break;
           }
           CHECK(cudaEventRecord(t1));
           CHECK(cudaEventSynchronize(t1));
@@ -184,7 +193,7 @@ int main() {
         std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
         const float med = us[us.size() / 2];
         std::printf("%-8lld %-6s %-22s %10.2f %8.0f\n", static_cast<long long>(bytes >> 20), state_names[state],
-                    mode_names[mode], med, bytes / (med * 1e3));
+                    r.name, med, bytes / (med * 1e3));
       }
     }
   }

@@ -216,8 +216,9 @@ SimtRun simt_large_kernel() {
                                                 : kSimtLargeConfig;
 }
 
-// Stream-K over the large config's last partial wave (step 109 only, the
-// simt_large_kernel() unless TILED_SIMT_SPREAD picks another; batch 1): with T tiles of 128 x 256 on S SMs
+// Stream-K over the large config's last partial wave (step 109 only: not
+// when TILED_SIMT_SPREAD picks another simt_large_kernel(); batch 1): with
+// T tiles of 128 x 256 on S SMs
 // (one block each), whole tiles leave S - T % S SMs idle for the last wave;
 // stream_k_tiles(T, S, k-tiles) tiles are dealt to S CTAs as equal runs of
 // k-tiles instead (stream_k.h, 11_lean_pipeline.cuh), the rest run whole.
@@ -270,20 +271,31 @@ bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 namespace {
-// What simt_fast runs for `p` given a workspace: split-K, stream-K (the
-// large config) or neither.
+// What simt_fast runs for `p` given a workspace: split-K (its slices),
+// stream-K over the large config (its stream-K tiles) or neither; decided
+// once per call.
 enum class SimtMode { plain, split_k, stream_k };
-SimtMode simt_mode(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.dtype != DType::f32) return SimtMode::plain;
-  if (ladder::simt_split(p, dev).slices > 1) return SimtMode::split_k;
-  if (ladder::simt_pick(p, dev) == ladder::SimtPick::large && ladder::simt_streamk_tiles(p, dev) > 0)
-    return SimtMode::stream_k;
-  return SimtMode::plain;
+struct SimtPlan {
+  SimtMode mode = SimtMode::plain;
+  ladder::SimtSplit split;
+  int64_t sk_tiles = 0;
+};
+SimtPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
+  SimtPlan plan;
+  if (p.dtype != DType::f32) return plan;
+  plan.split = ladder::simt_split(p, dev);
+  if (plan.split.slices > 1) {
+    plan.mode = SimtMode::split_k;
+  } else if (ladder::simt_pick(p, dev) == ladder::SimtPick::large) {
+    plan.sk_tiles = ladder::simt_streamk_tiles(p, dev);
+    if (plan.sk_tiles > 0) plan.mode = SimtMode::stream_k;
+  }
+  return plan;
 }
 }  // namespace
 
 const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev) {
-  switch (simt_mode(p, dev)) {
+  switch (simt_plan(p, dev).mode) {
     case SimtMode::split_k: return "simt_fast_splitk";
     case SimtMode::stream_k: return "simt_fast_streamk";
     case SimtMode::plain: break;
@@ -292,9 +304,9 @@ const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
-  switch (simt_mode(p, dev)) {
-    case SimtMode::split_k:
-      return static_cast<size_t>(ladder::simt_split(p, dev).slices * p.M * p.N) * sizeof(float);
+  const SimtPlan plan = simt_plan(p, dev);
+  switch (plan.mode) {
+    case SimtMode::split_k: return static_cast<size_t>(plan.split.slices * p.M * p.N) * sizeof(float);
     case SimtMode::stream_k: return stream_k_workspace_bytes(ladder::sm_count(dev), 256);
     case SimtMode::plain: break;
   }
@@ -303,14 +315,14 @@ size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
 
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   if (p.dtype != DType::f32) return ladder::kSimtF32Only;
-  const SimtMode mode = workspace != nullptr ? simt_mode(p, dev) : SimtMode::plain;
+  const SimtPlan plan = workspace != nullptr ? simt_plan(p, dev) : SimtPlan{};
   // A device without the large config's shared memory takes the sliced
   // kernels or step 101 below.
-  if (mode == SimtMode::split_k &&
-      ladder::run_simt_split(p, dev, stream, static_cast<float*>(workspace), ladder::simt_split(p, dev)) == nullptr)
+  if (plan.mode == SimtMode::split_k &&
+      ladder::run_simt_split(p, dev, stream, static_cast<float*>(workspace), plan.split) == nullptr)
     return nullptr;
-  if (mode == SimtMode::stream_k &&
-      ladder::run_simt_quads_streamk(p, dev, stream, workspace, ladder::simt_streamk_tiles(p, dev),
+  if (plan.mode == SimtMode::stream_k &&
+      ladder::run_simt_quads_streamk(p, dev, stream, workspace, plan.sk_tiles,
                                      static_cast<int>(ladder::sm_count(dev))) == nullptr)
     return nullptr;
   switch (ladder::simt_pick(p, dev)) {
