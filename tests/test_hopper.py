@@ -1082,39 +1082,6 @@ def test_cluster_tf32(cluster2, tf32, layout):
         check(a, b, torch.float32, tol=TF32_TOL)
 
 
-# The held-stage epilogue (TILED_SM90_HOLD_EPI=1; cooperative 128x256 tiles,
-# C by TMA): consumer warpgroup 1 stages its half of C in the ring stage of
-# the tile's last k-block and hands that stage back during the next tile.
-# Several tiles per CTA, 1-3 and ragged k-blocks (the stage goes back in the
-# next tile's first or second k-block), clusters on and off, a last tile row
-# whose second slab is idle (TILED_SM90_SMALLM=1), bias and batches: the same
-# bits as the box-by-box epilogue, and close to float64.
-HOLD_SHAPES = [  # (M, N, K, batch)
-    (4160, 3000, 64, None), (4160, 2048, 128, None), (3000, 4096, 192, None), (4096, 4096, 520, None),
-    (1000, 4096, 200, 3),
-]
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_hold_epilogue(monkeypatch, dtype, layout):
-    for i, (M, N, K, batch) in enumerate(HOLD_SHAPES):
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        bias = rand((N,), dtype, "cuda") if i % 2 == 0 else None
-        for cluster in ("1", "2"):
-            for smallm in ({}, {"TILED_SM90_SMALLM": "1", "TILED_SM90_SLAB": "0"}):
-                base = dict(smallm, TILED_SM90_CLUSTER=cluster, TILED_SM90_N192="0", TILED_SM90_SWAP="0")
-                with monkeypatch.context() as m:
-                    for k, v in base.items():
-                        m.setenv(k, v)
-                    name = kernel_name(a, b)
-                assert "128x256" in name and ("c2_" in name) == (cluster == "2"), (M, N, K, batch, name)
-                boxes, held = outputs_under(monkeypatch, a, b, bias, dtype, dict(base, TILED_SM90_HOLD_EPI="0"),
-                                            dict(base, TILED_SM90_HOLD_EPI="1"))
-                assert torch.equal(boxes, held), (M, N, K, batch, cluster, smallm)
-        assert_close_rel(held, reference(a, b, bias), dtype)
-
-
 # ------------------------------------------------------------------ opt-in variants (env switches, read per call)
 #
 # TILED_SM90_SCHEDULE=pingpong  128x128 tiles, one per consumer warpgroup, alternating

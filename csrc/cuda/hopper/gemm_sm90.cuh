@@ -107,7 +107,7 @@ struct KernelArgs {
 };
 
 template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPingPong_ = false,
-          bool kSplitK_ = false, bool kTransC_ = false, bool kOneSlab_ = false, bool kHoldEpi_ = false>
+          bool kSplitK_ = false, bool kTransC_ = false, bool kOneSlab_ = false>
 struct Sm90Config {
   using Elem = T;
   // One-slab tiles (16-bit, hopper.h's kSlabWidths): 64 rows by kBN_ = 8
@@ -162,14 +162,7 @@ struct Sm90Config {
   static constexpr bool kSplitK = kSplitK_;
   // Stream-K capable (KernelArgs::sk_tiles): cooperative, no cluster, no split.
   // (Not 128x192: choose() never deals it stream-K, so its code is not built.)
-  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK && kBN != 192 && !kTransC_ && !kOneSlab_ && !kHoldEpi_;
-  // Held-stage epilogue (16-bit cooperative 128x256 whole tiles, C by TMA):
-  // a tile's 64 KB of C are staged at once, consumer warpgroup 0's 32 KB in
-  // the epilogue scratch and warpgroup 1's in the ring stage of the tile's
-  // last k-block, which warpgroup 1 keeps from the producer until TMA has
-  // read it (released during the next tile's second k-block).  No box waits
-  // for an earlier one: two barriers per warpgroup and tile instead of eight.
-  static constexpr bool kHoldEpi = kHoldEpi_;
+  static constexpr bool kStreamK = kCluster == 1 && !kPingPong && !kSplitK && kBN != 192 && !kTransC_ && !kOneSlab_;
   static constexpr int kPartialStride = kBN + 4;  // floats per partial row (pad: 16 B, staggers banks)
   // Consumer warps that release each stage (per CTA of the cluster).
   static constexpr int kReleasers = 4 * (kPingPong || kOneSlab ? 1 : 2);
@@ -225,9 +218,6 @@ struct Sm90Config {
   static_assert(!kTransC_ || (kElemBytes == 2 && (kBN == 256 || kSwappedOnly) && !kPingPong && !kSplitK),
                 "16-bit transposed-C kernels: cooperative 128x256 tiles or the swapped-only widths");
   static_assert(!kPingPong || kBN == 128, "ping-pong: 128x128 per warpgroup (128 accumulator registers)");
-  static_assert(!kHoldEpi || (kElemBytes == 2 && kBN == 256 && !kPingPong && !kSplitK && !kTransC_ && !kOneSlab_ &&
-                              2 * 4 * kCBoxBytes <= kStageBytes + kEpiTmaBytes && 4 * kCBoxBytes <= kEpiTmaBytes),
-                "held-stage epilogue: 16-bit cooperative 128x256, C's 64 KB in the scratch and one stage");
   static_assert(!kSplitK || (kCluster == 1 && !kPingPong), "split-K uses the cluster for K, cooperatively");
   static_assert(!kSplitK || kBM * kPartialStride * 4 <= kStages * kStageBytes, "partial tile fits the ring");
   static_assert(kSmemBytes <= kSmemPerBlockOptin, "shared memory per block on sm_90");
@@ -494,21 +484,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     int stage = 0;
     uint32_t phase = 0;
-    // Held-stage epilogue (Cfg::kHoldEpi, C by TMA): the ring stage warpgroup
-    // 1 stored its part of the previous tile's C from, not yet released (-1:
-    // none).  Its thread 0 waits until TMA has read those boxes, then makes
-    // the warpgroup's four releases.
-    int held = -1;
-    const bool hold_epi = Cfg::kHoldEpi && args.c_tma && cw == 1;
-    auto release_held = [&]() {
-      if (held < 0) return;
-      if (wg_thread == 0) {
-        bulk_wait_group_read<0>();
-#pragma unroll
-        for (int w = 0; w < 4; ++w) release_stage<Cfg::kCluster>(empty_bar + 8 * held);
-      }
-      held = -1;
-    };
     // Ping-pong: step the ring position over the other warpgroup's tile
     // (k_blocks stages further, flipping the phase at every wrap).
     const int skip_stages = args.k_blocks % kStages;
@@ -599,10 +574,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           // its stage can go back to the producer.
           wgmma_wait_group<1>();
           if (kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
-          // The previous tile's held stage goes back with this tile's first
-          // stage (or at once for a one-k-block tile): by then TMA has read it.
-          if constexpr (Cfg::kHoldEpi)
-            if (kb == (kb_to - kb_from >= 2 ? kb_from + 1 : kb_from)) release_held();
           prev_stage = stage;
           if (++stage == kStages) {
             stage = 0;
@@ -616,10 +587,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       wgmma_wait_group<0>();
 #pragma unroll
       for (int m = 0; m < kSubM; ++m) fence_accumulators(acc[m]);
-      if (hold_epi && !idle) {
-        held = prev_stage;  // warpgroup 1 stores from it (epilogue) and releases it later
-        return;
-      }
       if (lane == 0 && !idle) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
     };
 
@@ -746,56 +713,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           constexpr int kBoxCols = 128 / Cfg::kElemBytes;  // 64 bf16 / f16, 32 fp32
           constexpr int kBoxes = kBN / kBoxCols;
           const uint32_t bar = 5 + cw;  // named barriers 5, 6: one per consumer warpgroup
-          // Box bx of slab m (+ bias, cast) into `buf`, 128B-swizzled.
-          auto fill_box = [&](uint32_t buf, int m, int bx) {
-#pragma unroll
-            for (int jj = 0; jj < kBoxCols / 8; ++jj) {
-              const int j = bx * (kBoxCols / 8) + jj;
-              const int col = col_base + 8 * j;
-              float b0, b1;
-              load_bias_pair(bias, col, args.N, b0, b1);
-              const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
-#pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                const uint32_t r = static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h);
-                const uint32_t addr = buf + sw128_offset(r, byte);
-                const float x = acc[m][4 * j + 2 * h] + b0, y = acc[m][4 * j + 2 * h + 1] + b1;
-                if constexpr (Cfg::kElemBytes == 4) {
-                  st_shared_v2(addr, x, y);
-                } else {
-                  uint32_t w[1];
-                  PairBits<T>::pack(x, y, w);
-                  st_shared_b32(addr, w[0]);
-                }
-              }
-            }
-          };
-          if constexpr (Cfg::kHoldEpi) {
-            // All four boxes at once: warpgroup 0 into the scratch (once
-            // TMA has read the previous tile's boxes from it), warpgroup 1
-            // into its held stage (once warpgroup 0's wgmmas, which read the
-            // same stage, are done: barrier 1, which warpgroup 0 syncs on in
-            // the tile loop).
-            const int row0 = static_cast<int>(slab_row(0));
-            const uint32_t base = cw == 0 ? epi_smem : ring + held * Cfg::kStageBytes;
-            if (cw == 0) {
-              if (wg_thread == 0) bulk_wait_group_read<0>();
-              named_barrier_sync(bar, 128);
-            } else {
-              named_barrier_sync(1, 256);
-            }
-#pragma unroll
-            for (int bx = 0; bx < kBoxes; ++bx) fill_box(base + bx * kCBoxBytes, 0, bx);
-            fence_proxy_async_smem();
-            named_barrier_sync(bar, 128);
-            if (wg_thread == 0) {
-#pragma unroll
-              for (int bx = 0; bx < kBoxes; ++bx)
-                tma_store_3d(&tmap_c, base + bx * kCBoxBytes, tc.tn * kBN + bx * kBoxCols, row0, tc.b);
-              bulk_commit_group();
-            }
-            return;
-          }
 #pragma unroll
           for (int m = 0; m < kSubM; ++m) {
             const int row0 = static_cast<int>(slab_row(m));
@@ -805,7 +722,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               const uint32_t buf = epi_smem + (2 * cw + parity) * kCBoxBytes;
               if (wg_thread == 0) bulk_wait_group_read<1>();
               named_barrier_sync(bar, 128);
-              fill_box(buf, m, bx);
+#pragma unroll
+              for (int jj = 0; jj < kBoxCols / 8; ++jj) {
+                const int j = bx * (kBoxCols / 8) + jj;
+                const int col = col_base + 8 * j;
+                float b0, b1;
+                load_bias_pair(bias, col, args.N, b0, b1);
+                const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const uint32_t r = static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h);
+                  const uint32_t addr = buf + sw128_offset(r, byte);
+                  const float x = acc[m][4 * j + 2 * h] + b0, y = acc[m][4 * j + 2 * h + 1] + b1;
+                  if constexpr (Cfg::kElemBytes == 4) {
+                    st_shared_v2(addr, x, y);
+                  } else {
+                    uint32_t w[1];
+                    PairBits<T>::pack(x, y, w);
+                    st_shared_b32(addr, w[0]);
+                  }
+                }
+              }
               fence_proxy_async_smem();
               named_barrier_sync(bar, 128);
               if (wg_thread == 0) {
@@ -1040,7 +977,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const bool idle = !Cfg::kPingPong && args.skip_idle_slabs &&
                         static_cast<int64_t>(tile_m) * kBM + cw * 64 >= args.M;
       if (idle) {
-        release_held();
         for (int kb = kb_begin; kb < kb_end; ++kb) {
           mbar_wait(full_bar + 8 * stage, phase);
           __syncwarp();
@@ -1058,14 +994,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
       finish_mainloop(prev_stage, idle);
       if constexpr (Cfg::kPingPong) skip_tile();  // the other warpgroup's next tile
-      if constexpr (Cfg::kHoldEpi) {
-        // Warpgroup 0 is done with the tile's last stage, which warpgroup 1
-        // (if it stores this tile) is about to overwrite with its C boxes.
-        // A sync, not an arrive: with a short K warpgroup 0 could otherwise
-        // be a tile ahead and complete the barrier by itself.
-        if (args.c_tma && cw == 0 && !(args.skip_idle_slabs && static_cast<int64_t>(tile_m) * kBM + 64 >= args.M))
-          named_barrier_sync(1, 256);
-      }
 
       if constexpr (Cfg::kSplitK) {
         // Park the fp32 partial in the ring (row-major, kPartialStride floats
@@ -1384,11 +1312,6 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     // One-slab tiles as called (a small N; hopper.cu's slab_width_as_called).
     if (c.slab > 0) return launch_slab_choice<T, false>(p, dev, stream, c, workspace);
     if (c.tile == Tile::k128x256) {
-      // The held-stage epilogue (whole tiles; TILED_SM90_HOLD_EPI=1).
-      if (c.sk_tiles == 0 && setting_is("TILED_SM90_HOLD_EPI", "1")) {
-        if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false, false, false, false, true)
-        TILED_SM90_LAYOUTS(256, 1, false, false, false, false, true)
-      }
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)
       TILED_SM90_LAYOUTS(256, 1, false)
     }
