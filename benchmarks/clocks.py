@@ -1,16 +1,19 @@
 """SM clock, power and temperature while ours or cuBLAS runs, in alternating
 segments of one process (sampled by nvidia-smi in the background).
 
-    python benchmarks/clocks.py --cases 4096x4096x4096 8192x8192x8192 [--dtype bf16] [--secs 2] [--out DIR]
+    python benchmarks/clocks.py --cases 4096x4096x4096 8192x8192x8192 [--dtype bf16] [--secs 2] [--out DIR] \
+        [--variants "ours:-" "c1:TILED_SM90_CLUSTER=1"]
 
-Each case runs ours and torch.matmul in turn, 3 segments each of --secs
+Each case runs ours (each variant: dispatch switches set for its segments,
+as in explore.py) and torch.matmul in turn, 3 segments each of --secs
 seconds, in two modes: "flushed" (every call after the 256 MB L2 flush that
 do_bench uses, the kernel timed by CUDA events: the benchmark's protocol) and
 "back-to-back" (no flush, the GPU as busy as it gets).  A sample of
 nvidia-smi belongs to a segment when its timestamp falls inside it; the
 first 20% of a segment is left out (clocks settle).  So two kernels of the
 same work can be told apart by cycles (same clock, different time) or by
-power (one runs at a lower clock).  Writes clocks-<gpu>-<date>-<commit>-<dtype>.json.
+power (one runs at a lower clock; back to back, power x time is the energy
+of one call).  Writes clocks-<gpu>-<date>-<commit>-<dtype>.json.
 """
 import argparse
 import datetime
@@ -24,6 +27,8 @@ import time
 import torch
 
 from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands
+
+from explore import parse_variant
 
 FIELDS = "timestamp,clocks.sm,power.draw,temperature.gpu"
 
@@ -76,7 +81,10 @@ def main():
     p.add_argument("--dtype", default="bf16", choices=sorted(DT))
     p.add_argument("--secs", type=float, default=2.0)
     p.add_argument("--out", default=os.path.join("benchmarks", "results"))
+    p.add_argument("--variants", nargs="+", default=["ours:-"])
     a = p.parse_args()
+    variants = dict(parse_variant(v) for v in a.variants)
+    who_all = list(variants) + ["cublas"]
     torch.backends.cuda.matmul.allow_tf32 = a.dtype == "tf32"
     info = env_info("cuda")
     log = tempfile.NamedTemporaryFile(suffix=".csv", delete=False).name
@@ -87,12 +95,25 @@ def main():
         for cs in a.cases:
             M, N, K = (int(v) for v in cs.split("x"))
             x, w = operands(M, N, K, DT[a.dtype], "NN", "cuda")
-            fns = {"ours": lambda: torch.ops.tiled.gemm(x, w), "cublas": lambda: torch.matmul(x, w)}
+            ours = lambda: torch.ops.tiled.gemm(x, w)  # noqa: E731
             for mode in ("flushed", "back-to-back"):
                 for r in range(3):
-                    for who in (("ours", "cublas") if r % 2 == 0 else ("cublas", "ours")):
-                        t0, t1, ms = run_segment(fns[who], a.secs, mode == "flushed")
-                        segments.append({"case": cs, "mode": mode, "who": who, "t0": t0, "t1": t1, "kernel_ms": ms})
+                    for who in (who_all if r % 2 == 0 else who_all[::-1]):
+                        envs = variants.get(who, {})
+                        saved = {k: os.environ.get(k) for k in envs}
+                        os.environ.update(envs)
+                        try:
+                            fn = (lambda: torch.matmul(x, w)) if who == "cublas" else ours
+                            t0, t1, ms = run_segment(fn, a.secs, mode == "flushed")
+                            kernel = "torch.matmul" if who == "cublas" else torch.ops.tiled.gemm_kernel_name(x, w)
+                        finally:
+                            for k, v in saved.items():
+                                if v is None:
+                                    os.environ.pop(k, None)
+                                else:
+                                    os.environ[k] = v
+                        segments.append({"case": cs, "mode": mode, "who": who, "kernel": kernel, "t0": t0, "t1": t1,
+                                         "kernel_ms": ms})
     finally:
         time.sleep(0.2)
         smi.terminate()
@@ -108,17 +129,19 @@ def main():
     for cs in a.cases:
         for mode in ("flushed", "back-to-back"):
             summary = {"case": cs, "mode": mode}
-            for who in ("ours", "cublas"):
+            for who in who_all:
                 segs = [s for s in segments if s["case"] == cs and s["mode"] == mode and s["who"] == who]
                 for key in ("kernel_ms", "sm_mhz", "power_w", "temp_c"):
                     vals = [s[key] for s in segs if s[key] is not None]
                     summary[f"{who}_{key}"] = statistics.median(vals) if vals else None
             rows.append(summary)
             fmt = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
-            print(f"{cs:18s} {mode:12s} "
-                  + "  ".join(f"{who} {fmt(summary[who + '_kernel_ms'] * 1e3, '8.1f')} us {fmt(summary[who + '_sm_mhz'], '6.0f')} MHz "
+            print(f"{cs:18s} {mode:12s}\n  "
+                  + "\n  ".join(f"{who:8s} {fmt(summary[who + '_kernel_ms'] * 1e3, '8.1f')} us {fmt(summary[who + '_sm_mhz'], '6.0f')} MHz "
                               f"{fmt(summary[who + '_power_w'], '5.0f')} W {fmt(summary[who + '_temp_c'], '3.0f')} C"
-                              for who in ("ours", "cublas")), flush=True)
+                              + (f"  {summary[who + '_power_w'] * summary[who + '_kernel_ms']:6.1f} mJ per call"
+                                 if mode == "back-to-back" and summary[who + "_power_w"] else "")
+                              for who in who_all), flush=True)
     os.makedirs(a.out, exist_ok=True)
     name = f"clocks-{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}-{a.dtype}.json"
     with open(os.path.join(a.out, name), "w") as f:
