@@ -9,6 +9,7 @@ import statistics
 import sys
 
 import torch
+import torch_tiled_gemm  # noqa: F401
 
 
 def run(cases):
