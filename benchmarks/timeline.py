@@ -9,7 +9,6 @@ import statistics
 import sys
 
 import torch
-import torch_tiled_gemm  # noqa: F401
 
 
 def run(cases):

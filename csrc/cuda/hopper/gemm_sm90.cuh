@@ -1339,10 +1339,10 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     // One-slab tiles as called (a small N; hopper.cu's slab_width_as_called).
     if (c.slab > 0) return launch_slab_choice<T, false>(p, dev, stream, c, workspace);
     if (c.tile == Tile::k128x256) {
-      if (layout == 1 && setting_is("TILED_SM90_TIMELINE", "1")) {  // NN
+      if (layout == 0 && setting_is("TILED_SM90_TIMELINE", "1")) {
         if (c.cluster == 2)
-          return launch_sm90<Sm90Config<T, 256, false, true, 2, false, false, false, false, true>>(p, dev, stream, c, workspace);
-        return launch_sm90<Sm90Config<T, 256, false, true, 1, false, false, false, false, true>>(p, dev, stream, c, workspace);
+          return launch_sm90<Sm90Config<T, 256, false, false, 2, false, false, false, false, true>>(p, dev, stream, c, workspace);
+        return launch_sm90<Sm90Config<T, 256, false, false, 1, false, false, false, false, true>>(p, dev, stream, c, workspace);
       }
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)
       TILED_SM90_LAYOUTS(256, 1, false)
