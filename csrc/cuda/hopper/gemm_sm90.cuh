@@ -47,7 +47,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdio>
 
 #include <atomic>
 #include <type_traits>
@@ -108,10 +107,9 @@ struct KernelArgs {
 };
 
 template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPingPong_ = false,
-          bool kSplitK_ = false, bool kTransC_ = false, bool kOneSlab_ = false, bool kTimeline_ = false>
+          bool kSplitK_ = false, bool kTransC_ = false, bool kOneSlab_ = false>
 struct Sm90Config {
   using Elem = T;
-  static constexpr bool kTimeline = kTimeline_;
   // One-slab tiles (16-bit, hopper.h's kSlabWidths): 64 rows by kBN_ = 8
   // ... 64 columns, one consumer warpgroup (256 threads), for problems so
   // small that 128-row tiles leave most SMs idle: a small M run swapped
@@ -356,13 +354,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // wgmma descriptors) lives in uniform registers: the k-block loop of the
   // 128x256c2 NN kernel has no R2UR and 80 instructions instead of 97
   // (docs/hopper.md, round 12).
-  auto gtimer = []() {
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-  };
-  const uint64_t t_entry = Cfg::kTimeline ? gtimer() : 0;
-  uint64_t t_full = 0, t_main = 0, t_epi = 0;
   const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   const int wg_thread = threadIdx.x % 128;
 
@@ -997,12 +988,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
       }
       // idle: the math loop runs no iteration
-      if constexpr (Cfg::kTimeline) {
-        if (local == 0) {
-          mbar_wait(full_bar + 8 * stage, phase);
-          t_full = gtimer();
-        }
-      }
       const int prev_stage = mainloop(kb_begin, idle ? kb_begin : kb_end);
       if constexpr (Cfg::kPingPong) {
         if (unit + unit_stride < total_units) named_barrier_arrive(1 + (cw ^ 1), kOrderThreads);
@@ -1028,22 +1013,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         continue;  // one tile per cluster; the reduction follows the cluster barrier below
       }
       if (idle) continue;  // every row of this slab is >= M: nothing to store
-      if constexpr (Cfg::kTimeline) t_main = gtimer();
       epilogue(tc, tile_m);
-      if constexpr (Cfg::kTimeline) t_epi = gtimer();
     }
     // The last boxes' global writes are done before the CTA exits.
     if (Cfg::kTmaEpilogue && args.c_tma && wg_thread == 0) bulk_wait_group<0>();
-    if constexpr (Cfg::kTimeline) {
-      if (wg_thread == 0) {
-        uint32_t smid;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        printf("TL %d %d %u %llu %llu %llu %llu %llu\n", static_cast<int>(blockIdx.x), cw, smid,
-               static_cast<unsigned long long>(t_entry), static_cast<unsigned long long>(t_full),
-               static_cast<unsigned long long>(t_main), static_cast<unsigned long long>(t_epi),
-               static_cast<unsigned long long>(gtimer()));
-      }
-    }
   }
   if constexpr (Cfg::kCluster > 1) {
     // No CTA may exit while its peer can still arrive on its barriers or
@@ -1339,11 +1312,6 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
     // One-slab tiles as called (a small N; hopper.cu's slab_width_as_called).
     if (c.slab > 0) return launch_slab_choice<T, false>(p, dev, stream, c, workspace);
     if (c.tile == Tile::k128x256) {
-      if (layout == 0 && setting_is("TILED_SM90_TIMELINE", "1")) {
-        if (c.cluster == 2)
-          return launch_sm90<Sm90Config<T, 256, false, false, 2, false, false, false, false, true>>(p, dev, stream, c, workspace);
-        return launch_sm90<Sm90Config<T, 256, false, false, 1, false, false, false, false, true>>(p, dev, stream, c, workspace);
-      }
       if (c.cluster == 2) TILED_SM90_LAYOUTS(256, 2, false)
       TILED_SM90_LAYOUTS(256, 1, false)
     }
