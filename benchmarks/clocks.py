@@ -28,7 +28,7 @@ import torch
 
 from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands
 
-from explore import parse_variant
+from explore import parse_variant, switches
 
 FIELDS = "timestamp,clocks.sm,power.draw,temperature.gpu"
 
@@ -99,19 +99,10 @@ def main():
             for mode in ("flushed", "back-to-back"):
                 for r in range(3):
                     for who in (who_all if r % 2 == 0 else who_all[::-1]):
-                        envs = variants.get(who, {})
-                        saved = {k: os.environ.get(k) for k in envs}
-                        os.environ.update(envs)
-                        try:
+                        with switches(variants.get(who, {})):
                             fn = (lambda: torch.matmul(x, w)) if who == "cublas" else ours
                             t0, t1, ms = run_segment(fn, a.secs, mode == "flushed")
                             kernel = "torch.matmul" if who == "cublas" else torch.ops.tiled.gemm_kernel_name(x, w)
-                        finally:
-                            for k, v in saved.items():
-                                if v is None:
-                                    os.environ.pop(k, None)
-                                else:
-                                    os.environ[k] = v
                         segments.append({"case": cs, "mode": mode, "who": who, "kernel": kernel, "t0": t0, "t1": t1,
                                          "kernel_ms": ms})
     finally:

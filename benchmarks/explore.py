@@ -11,6 +11,7 @@ A variant is "tag:VAR=val,VAR2=val" ("-" for none).  Prints one row per
 (case, variant) and writes explore-<gpu>-<date>-<commit>-<dtype><tag>.json.
 """
 import argparse
+import contextlib
 import json
 import os
 
@@ -34,6 +35,21 @@ def parse_variant(s):
     return tag, {k: v for k, v in pairs}
 
 
+@contextlib.contextmanager
+def switches(envs):
+    """The dispatch switches `envs` (read on every call) set for the block."""
+    saved = {k: os.environ.get(k) for k in envs}
+    os.environ.update(envs)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", nargs="+", required=True)
@@ -52,19 +68,11 @@ def main():
         ref = torch.matmul(x.double(), w.double())
         for vs in a.variants:
             tag, envs = parse_variant(vs)
-            saved = {k: os.environ.get(k) for k in envs}
-            os.environ.update(envs)
-            try:
+            with switches(envs):
                 out = torch.ops.tiled.gemm(x, w)
                 err = rel_err(out, ref)
                 t_ours, t_torch, ratio = paired(lambda: torch.ops.tiled.gemm(x, w), lambda: torch.matmul(x, w), "cuda")
                 kernel = torch.ops.tiled.gemm_kernel_name(x, w)
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
             r = {"M": M, "N": N, "K": K, "batch": batch, "layout": layout, "dtype": a.dtype, "variant": tag, "env": envs,
                  "kernel": kernel, "ours_us": t_ours * 1e3, "torch_us": t_torch * 1e3, "ratio": ratio, "rel_err": err}
             rows.append(r)
