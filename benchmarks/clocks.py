@@ -47,7 +47,7 @@ def run_segment(fn, secs, flush):
                 s.record()
                 fn()
                 e.record()
-                times.append((s, e))
+                times.append((s, e, 1))
         else:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
@@ -57,7 +57,7 @@ def run_segment(fn, secs, flush):
             times.append((s, e, 20))
         torch.cuda.synchronize()
     t1 = time.time()
-    ms = [x[0].elapsed_time(x[1]) / (x[2] if len(x) == 3 else 1) for x in times]
+    ms = [s.elapsed_time(e) / calls for s, e, calls in times]
     return t0, t1, statistics.median(ms)
 
 

@@ -40,6 +40,18 @@
 
 enum Mode { kPlain = 0, kHint = 1, kCpAsync = 2, kCpAsyncHint = 3, kPlain8 = 4, kHint8 = 5, kHint16 = 6 };
 
+// One 16-byte load, under L2's evict_first policy when `hint`.
+__device__ __forceinline__ uint4 load16(const uint4* p, bool hint, uint64_t policy) {
+  uint4 v;
+  if (hint)
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(policy));
+  else
+    asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
 // Each thread reads 16-byte chunks with a grid stride and folds them into
 // one word (written only when impossible, so the loads stay live).
 template <int MODE>
@@ -49,38 +61,16 @@ __global__ void __launch_bounds__(256) read_kernel(const uint4* src, int64_t n, 
   uint32_t acc = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (MODE == kPlain8 || MODE == kHint8 || MODE == kHint16) {
+  if (MODE != kCpAsync && MODE != kCpAsyncHint) {
     // U independent loads in flight per thread before any is used.
-    constexpr int U = MODE == kHint16 ? 16 : 8;
+    constexpr int U = MODE == kHint16 ? 16 : MODE == kPlain8 || MODE == kHint8 ? 8 : 1;
+    constexpr bool kHinted = MODE == kHint || MODE == kHint8 || MODE == kHint16;
     for (; i < n; i += U * stride) {
       uint4 v[U];
 #pragma unroll
-      for (int j = 0; j < U; ++j) {
-        const int64_t k = i + j * stride < n ? i + j * stride : i;
-        if (MODE != kPlain8)
-          asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-                       : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w)
-                       : "l"(src + k), "l"(policy));
-        else
-          asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-                       : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w)
-                       : "l"(src + k));
-      }
+      for (int j = 0; j < U; ++j) v[j] = load16(src + (i + j * stride < n ? i + j * stride : i), kHinted, policy);
 #pragma unroll
       for (int j = 0; j < U; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
-    }
-  } else if (MODE == kPlain || MODE == kHint) {
-    for (; i < n; i += stride) {
-      uint4 v;
-      if (MODE == kHint)
-        asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "l"(src + i), "l"(policy));
-      else
-        asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "l"(src + i));
-      acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
   } else {
     // Four copies in flight per thread, then wait and fold.
@@ -144,23 +134,23 @@ int main() {
   CHECK(cudaFuncSetAttribute(read_kernel<kHint8>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBigSmem));
   struct Read {
     const char* name;
-    Mode mode;
+    void (*kernel)(const uint4*, int64_t, uint32_t*);
     int grid;
     int smem;
   };
-  const Read reads[] = {{"ld", kPlain, 0, 0},
-                        {"ld+evict_first", kHint, 0, 0},
-                        {"cp.async", kCpAsync, 0, 0},
-                        {"cp.async+evict_first", kCpAsyncHint, 0, 0},
-                        {"ld x8", kPlain8, 0, 0},
-                        {"ld x8+evict_first", kHint8, 0, 0},
-                        {"ld x8+ef 64 CTAs", kHint8, 64, 0},
-                        {"ld x8+ef 128 CTAs", kHint8, 128, 0},
-                        {"ld x8+ef 264 CTAs", kHint8, 264, 0},
-                        {"ld x16+ef 64 CTAs", kHint16, 64, 0},
-                        {"ld x16+ef 128 CTAs", kHint16, 128, 0},
-                        {"ld x8+ef 1 CTA/SM", kHint8, -1, 0},
-                        {"ld x8+ef 1 CTA/SM+180KB", kHint8, -1, kBigSmem}};
+  const Read reads[] = {{"ld", read_kernel<kPlain>, 0, 0},
+                        {"ld+evict_first", read_kernel<kHint>, 0, 0},
+                        {"cp.async", read_kernel<kCpAsync>, 0, 0},
+                        {"cp.async+evict_first", read_kernel<kCpAsyncHint>, 0, 0},
+                        {"ld x8", read_kernel<kPlain8>, 0, 0},
+                        {"ld x8+evict_first", read_kernel<kHint8>, 0, 0},
+                        {"ld x8+ef 64 CTAs", read_kernel<kHint8>, 64, 0},
+                        {"ld x8+ef 128 CTAs", read_kernel<kHint8>, 128, 0},
+                        {"ld x8+ef 264 CTAs", read_kernel<kHint8>, 264, 0},
+                        {"ld x16+ef 64 CTAs", read_kernel<kHint16>, 64, 0},
+                        {"ld x16+ef 128 CTAs", read_kernel<kHint16>, 128, 0},
+                        {"ld x8+ef 1 CTA/SM", read_kernel<kHint8>, -1, 0},
+                        {"ld x8+ef 1 CTA/SM+180KB", read_kernel<kHint8>, -1, kBigSmem}};
   const char* state_names[] = {"dirty", "clean", "warm"};
   const int64_t sizes[] = {8LL << 20, 32LL << 20, 112LL << 20};
   std::printf("%-8s %-6s %-22s %10s %8s\n", "bytes", "L2", "loads", "median us", "GB/s");
@@ -175,15 +165,7 @@ int main() {
           if (state == 2) read_kernel<kPlain><<<sms * 8, 256>>>(data, n, sink);
           CHECK(cudaEventRecord(t0));
           const dim3 grid(r.grid > 0 ? r.grid : r.grid == 0 ? sms * 4 : sms);
-          switch (r.mode) {
-            case kPlain: read_kernel<kPlain><<<grid, 256, r.smem>>>(data, n, sink); break;
-            case kHint: read_kernel<kHint><<<grid, 256, r.smem>>>(data, n, sink); break;
-            case kCpAsync: read_kernel<kCpAsync><<<grid, 256, r.smem>>>(data, n, sink); break;
-            case kCpAsyncHint: read_kernel<kCpAsyncHint><<<grid, 256, r.smem>>>(data, n, sink); break;
-            case kPlain8: read_kernel<kPlain8><<<grid, 256, r.smem>>>(data, n, sink); break;
-            case kHint8: read_kernel<kHint8><<<grid, 256, r.smem>>>(data, n, sink); break;
-            case kHint16: read_kernel<kHint16><<<grid, 256, r.smem>>>(data, n, sink); break;
-          }
+          r.kernel<<<grid, 256, r.smem>>>(data, n, sink);
           CHECK(cudaEventRecord(t1));
           CHECK(cudaEventSynchronize(t1));
           float ms = 0.f;

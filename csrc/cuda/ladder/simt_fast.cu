@@ -280,7 +280,7 @@ struct SimtPlan {
   ladder::SimtSplit split;
   int64_t sk_tiles = 0;
 };
-SimtPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
+SimtPlan simt_fast_plan(const GemmProblem& p, const DeviceInfo& dev) {
   SimtPlan plan;
   if (p.dtype != DType::f32) return plan;
   plan.split = ladder::simt_split(p, dev);
@@ -295,7 +295,7 @@ SimtPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
 }  // namespace
 
 const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev) {
-  switch (simt_plan(p, dev).mode) {
+  switch (simt_fast_plan(p, dev).mode) {
     case SimtMode::split_k: return "simt_fast_splitk";
     case SimtMode::stream_k: return "simt_fast_streamk";
     case SimtMode::plain: break;
@@ -304,7 +304,7 @@ const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
-  const SimtPlan plan = simt_plan(p, dev);
+  const SimtPlan plan = simt_fast_plan(p, dev);
   switch (plan.mode) {
     case SimtMode::split_k: return static_cast<size_t>(plan.split.slices * p.M * p.N) * sizeof(float);
     case SimtMode::stream_k: return stream_k_workspace_bytes(ladder::sm_count(dev), 256);
@@ -315,7 +315,7 @@ size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
 
 const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   if (p.dtype != DType::f32) return ladder::kSimtF32Only;
-  const SimtPlan plan = workspace != nullptr ? simt_plan(p, dev) : SimtPlan{};
+  const SimtPlan plan = workspace != nullptr ? simt_fast_plan(p, dev) : SimtPlan{};
   // A device without the large config's shared memory takes the sliced
   // kernels or step 101 below.
   if (plan.mode == SimtMode::split_k &&
