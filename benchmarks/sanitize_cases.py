@@ -93,6 +93,16 @@ def main():
         a = a[0] if batch == 1 else a
         b = torch.randn(N, K, device="cuda").t()
         failures += bad_result(a, b, torch.randn(N, device="cuda"), name_prefix="sm90_tf32")
+    # tf32 operands rounded in shared memory by the converter warps (A and B:
+    # ping-pong, split-K; B only: the register-A cooperative tiles, K- and
+    # M-major A), stream-K pieces, 2-CTA clusters, several tiles per CTA.
+    failures += sm90_cases(((200, 300, 1000, 1, {"TILED_SM90_STREAMK": "1"}), (130, 264, 72, 3, {}),
+                            (256, 256, 8192, 1, {}), (2048, 2304, 72, 1, {}),
+                            (1024, 1024, 64, 1, {"TILED_SM90_CLUSTER": "2"})),
+                           torch.float32, "sm90 tf32", bias=True, name_prefix="sm90_tf32", lays=("NT", "TT", "NN"))
+    failures += sm90_cases(((200, 264, 520, 1, {"TILED_SM90_SCHEDULE": "pingpong"}),
+                            (128, 520, 4096, 1, {"TILED_SM90_SPLITK": "2"})),
+                           torch.float32, "sm90 tf32", bias=True, name_prefix="sm90_tf32", lays=("NT",))
     torch.backends.cuda.matmul.allow_tf32 = False
     # 16-bit problems run swapped (C^T's 128x256 tiles stored transposed by
     # TMA, 64-column boxes alternating between two buffers): N just past 256

@@ -101,6 +101,7 @@ struct KernelArgs {
   // Bit 0 / 1: A / B is read once (settings.h's l2_stream_bits) and loaded
   // under L2's evict_first policy.
   int l2_stream;
+  int tf32_round;  // (A/B measurement only) 0: tf32 operands truncated by wgmma, as before rounding
   int sk_tiles;
   float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
   int* sk_flags;       // [gridDim.x][2], all 0 at launch
@@ -119,9 +120,18 @@ struct Sm90Config {
   static constexpr int kBN = kBN_;
   static constexpr bool kAMN = kAMN_;  // A is M-major (column-major A, "T")
   static constexpr bool kBMN = kBMN_;  // B is N-major (row-major B, "N")
-  // tf32 with an M-major A: each consumer thread loads its A fragments from
-  // shared memory into registers (wgmma's register-A form), B stays K-major.
-  static constexpr bool kARegs = kAMN && sizeof(T) == 4;
+  // tf32, cooperative: each consumer thread loads its A fragments from
+  // shared memory into registers (wgmma's register-A form) and rounds them
+  // to tf32 there; B stays K-major.  (An M-major A has no other way in:
+  // wgmma takes tf32 only K-major from shared memory.)
+  static constexpr bool kTf32 = sizeof(T) == 4;
+  static constexpr bool kARegs = kTf32 && !kPingPong_ && !kSplitK_;
+  // tf32 operands that wgmma reads from shared memory are rounded to tf32
+  // in place by the producer warpgroup's three spare warps (the
+  // "converters") between the stage's TMA landing (`full`) and the
+  // consumers' wgmmas (`ready`): wgmma itself would truncate them.
+  static constexpr bool kRoundInSmem = kTf32;
+  static constexpr int kRoundFrom = kARegs ? kBM * 128 : 0;  // bytes into a stage: B only, or A and B
   // Kernels that can store C^T's tiles transposed (KernelArgs::c_trans):
   // every tf32 cooperative whole-tile config (the register-A kernels for the
   // caller's NN, the shared-memory ones for a small-M NT run swapped), and
@@ -194,7 +204,7 @@ struct Sm90Config {
   // of a 64 x <= 64 tile needs no more.)
   static_assert(kOneSlab || 2 * 128 * kConsumerRegs + 128 * kProducerRegs <= kThreads * 168, "the CTA's launch registers");
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 1024 + (kOneSlab ? kEpiTmaBytes : epilogue_scratch_bytes(kTile));
-  static_assert(2 * 8 * kStages <= 1024, "barriers fit their block");
+  static_assert(3 * 8 * kStages <= 1024, "barriers fit their block");
   static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpiRowsBytes && kEpiRowsBytes <= epilogue_scratch_bytes(kTile),
                 "epilogue scratch: 8 warps x 16 rows");
   static_assert(kSmemBytes == (kOneSlab ? slab_smem_bytes(kBN, kBMN) : tile_smem_bytes(kTile)),
@@ -345,6 +355,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint32_t ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full_bar = ring + kStages * Cfg::kStageBytes;
   const uint32_t empty_bar = full_bar + 8 * kStages;
+  // tf32: a stage's operands are rounded (Cfg::kRoundInSmem); consumers wait on this.
+  const uint32_t ready_bar = empty_bar + 8 * kStages;
+  constexpr int kConverterWarps = 3;  // the producer warpgroup's warps 1..3
   // Epilogue scratch: 1 KB aligned (the ring is, stages are multiples of 1 KB).
   const uint32_t epi_smem = ring + kStages * Cfg::kStageBytes + 1024;
   T* const epi_scratch = reinterpret_cast<T*>(smem_raw + (epi_smem - smem_addr(smem_raw)));
@@ -364,6 +377,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // cooperative, one when ping-pong), in every CTA of the cluster, releases
       // it (with multicast, the peer's producer writes into this CTA's ring too).
       mbar_init(empty_bar + 8 * s, Cfg::kReleasers * Cfg::kCluster);
+      if constexpr (Cfg::kRoundInSmem) mbar_init(ready_bar + 8 * s, kConverterWarps);
     }
     fence_barrier_init();
   }
@@ -392,9 +406,66 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     kb_end = static_cast<int>(static_cast<int64_t>(args.k_blocks) * (ks + 1) / nks);
   }
 
+  // The (unit, k-blocks) runs this CTA computes, in order: stream-K pieces
+  // first, then whole tiles.  The producer loads them; the converters walk
+  // the same sequence of stages.
+  auto for_each_run = [&](auto&& fn) {
+    if constexpr (Cfg::kStreamK) {
+      SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
+                sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
+      int unit, kb0, kb1;
+      while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) fn(unit, kb0, kb1);
+    }
+    for (int unit = dp_first; unit < total_units; unit += unit_stride) fn(unit, kb_begin, kb_end);
+  };
+
   if (warpgroup == 0) {
     // ------------------------------------------------------------ producer
     if constexpr (!Cfg::kOneSlab) setmaxnreg_dec<Cfg::kProducerRegs>();
+    if constexpr (Cfg::kRoundInSmem) {
+      if (wg_thread >= 32 && args.tf32_round) {
+        // Converters: once a stage has landed, round its bytes from
+        // kRoundFrom on to tf32 in place, 16 bytes at a time (all loads of a
+        // batch before its stores), then make the writes visible to wgmma
+        // (async proxy) and arrive on `ready`.
+        constexpr int kThreadsC = 32 * kConverterWarps;
+        constexpr int kChunks = (Cfg::kStageBytes - Cfg::kRoundFrom) / 16;
+        constexpr int kPerThread = (kChunks + kThreadsC - 1) / kThreadsC;
+        constexpr int kBatch = 4;
+        const int ct = wg_thread - 32;
+        int stage = 0;
+        uint32_t phase = 0;
+        for_each_run([&](int, int kb0, int kb1) {
+          for (int kb = kb0; kb < kb1; ++kb) {
+            const uint32_t base = ring + stage * Cfg::kStageBytes + Cfg::kRoundFrom;
+            mbar_wait(full_bar + 8 * stage, phase);
+#pragma unroll
+            for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
+              uint4 v[kBatch];
+#pragma unroll
+              for (int j = 0; j < kBatch; ++j) {
+                const int i = (i0 + j) * kThreadsC + ct;
+                if (i0 + j < kPerThread && i < kChunks) v[j] = ld_shared_v4_b32(base + 16 * i);
+              }
+#pragma unroll
+              for (int j = 0; j < kBatch; ++j) {
+                const int i = (i0 + j) * kThreadsC + ct;
+                if (i0 + j < kPerThread && i < kChunks)
+                  st_shared_v4_b32(base + 16 * i, make_uint4(tf32_round(v[j].x), tf32_round(v[j].y),
+                                                             tf32_round(v[j].z), tf32_round(v[j].w)));
+              }
+            }
+            fence_proxy_async_smem();
+            __syncwarp();
+            if (wg_thread % 32 == 0) mbar_arrive(ready_bar + 8 * stage);
+            if (++stage == kStages) {
+              stage = 0;
+              phase ^= 1;
+            }
+          }
+        });
+      }
+    }
     if (wg_thread == 0) {
       prefetch_tensormap(&tmap_a);
       prefetch_tensormap(&tmap_b);
@@ -454,18 +525,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
         }
       };
-      if constexpr (Cfg::kStreamK) {
-        SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
-                  sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
-        int unit, kb0, kb1;
-        while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) load_unit(unit, kb0, kb1);
-      }
-      for (int unit = dp_first; unit < total_units; unit += unit_stride) load_unit(unit, kb_begin, kb_end);
+      for_each_run(load_unit);
     }
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (!Cfg::kOneSlab) setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = warpgroup - 1;  // cooperative: which 64-row half of each tile; ping-pong: which tiles
+    // A stage's data is there (and, for tf32, rounded) once this completes.
+    const uint32_t data_bar = Cfg::kRoundInSmem && args.tf32_round ? ready_bar : full_bar;
     const int warp = wg_thread / 32, lane = wg_thread % 32;
     constexpr int kSubM = Cfg::kSubM;
     float acc[kSubM][kBN / 2];
@@ -500,25 +567,37 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // stage, issues its wgmmas, keeps one k-block's group in flight and hands
     // the stage before it back to the producer.  Returns the last stage used
     // (released by finish_mainloop once its wgmmas are done).
-    // Register A (tf32, M-major A): this thread's four A elements of a k8
-    // step (ptx.cuh's WgmmaRegsTf32: rows 16 warp + g (+8), columns t (+4),
-    // g = lane / 4, t = lane % 4) in the warpgroup's 64-row slab, which is
-    // two 4 KB chunks of 32 rows of M x 32 rows of K, 128B-swizzled: element
-    // (m, k) sits at (m / 32) * 4 KB + k * 128 + (((m % 32) / 4 ^ k % 8) * 16)
-    // + (m % 4) * 4.  Offsets of a[0..3] for k step 0; step ks adds ks * 1 KB.
-    // (A 32-bit load of a warp hits 16 chunks over 8 positions: 2-way
-    // bank conflicts, 2 wavefronts.)
+    // Register A (tf32): this thread's four A elements of a k8 step (ptx.cuh's
+    // WgmmaRegsTf32: rows 16 warp + g (+8), columns t (+4), g = lane / 4,
+    // t = lane % 4) in the warpgroup's 64-row slab, 128B-swizzled (the 16-byte
+    // unit's index XORed with the 128-byte row's index mod 8).
+    //   M-major A: two 4 KB chunks of 32 rows of M x 32 rows of K; element
+    //   (m, k) at (m / 32) * 4 KB + k * 128 + (((m % 32) / 4 ^ k % 8) * 16)
+    //   + (m % 4) * 4; k step ks adds ks * 1 KB.  (A 32-bit load of a warp
+    //   hits 16 chunks over 8 positions: 2-way bank conflicts.)
+    //   K-major A: 64 rows of 128 bytes; element (m, k) at m * 128 +
+    //   ((k / 4 ^ m % 8) * 16) + (k % 4) * 4; k step ks flips bits 5-6 of
+    //   the 16-byte unit (k / 4 = 2 ks + k % 8 / 4), i.e. XORs ks << 5.
+    //   (A warp's load covers 8 rows x 4 words, 32 banks: no conflict.)
     uint32_t a_frag_off[4] = {0, 0, 0, 0};
     if constexpr (Cfg::kARegs) {
       const uint32_t g = lane / 4, t = lane % 4;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const uint32_t hi = i & 1, kh = i >> 1;  // row + 8, column + 4
-        const uint32_t k = t + 4 * kh;
-        const uint32_t chunk = 4 * (warp & 1) + 2 * hi + g / 4;
-        a_frag_off[i] = (warp >> 1) * 4096 + k * 128 + ((chunk ^ k) << 4) + (g % 4) * 4;
+        if constexpr (Cfg::kAMN) {
+          const uint32_t k = t + 4 * kh;
+          const uint32_t chunk = 4 * (warp & 1) + 2 * hi + g / 4;
+          a_frag_off[i] = (warp >> 1) * 4096 + k * 128 + ((chunk ^ k) << 4) + (g % 4) * 4;
+        } else {
+          const uint32_t m = 16 * warp + g + 8 * hi;
+          a_frag_off[i] = m * 128 + ((kh ^ g) << 4) + t * 4;
+        }
       }
     }
+    auto a_frag_addr = [&](uint32_t sa, int i, int ks) {
+      return Cfg::kAMN ? sa + a_frag_off[i] + ks * 1024 : sa + (a_frag_off[i] ^ (static_cast<uint32_t>(ks) << 5));
+    };
     auto mainloop = [&](int kb_from, int kb_to) {
       int prev_stage = 0;
       if constexpr (Cfg::kARegs) {
@@ -528,14 +607,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // the previous k-block's stage.
         uint32_t frag[2][4];
         for (int kb = kb_from; kb < kb_to; ++kb) {
-          mbar_wait(full_bar + 8 * stage, phase);
+          mbar_wait(data_bar + 8 * stage, phase);
           const uint32_t sa = ring + stage * Cfg::kStageBytes + cw * kChunkBytes;
           const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
 #pragma unroll
           for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
             uint32_t(&f)[4] = frag[ks & 1];
 #pragma unroll
-            for (int i = 0; i < 4; ++i) f[i] = ld_shared_b32(sa + a_frag_off[i] + ks * 1024);
+            for (int i = 0; i < 4; ++i) {
+              f[i] = ld_shared_b32(a_frag_addr(sa, i, ks));
+              if (args.tf32_round) f[i] = tf32_round(f[i]);
+            }
             wgmma_fence();
             WgmmaRegsTf32<kBN>::run(acc[0], f, make_smem_desc_sw128(sb + ks * 32, 16, 1024),
                                     (kb > kb_from || ks > 0) ? 1 : 0);
@@ -552,7 +634,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         return prev_stage;
       } else {
         for (int kb = kb_from; kb < kb_to; ++kb) {
-          mbar_wait(full_bar + 8 * stage, phase);
+          mbar_wait(data_bar + 8 * stage, phase);
           // 64 rows of A per wgmma: the s-th 64-row slab (K-major) or the s-th
           // 64-wide M chunk (MN-major), both s * 8 KB into the stage, with
           // s = cw (cooperative) or each of 0, 1 (ping-pong).
@@ -978,7 +1060,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                         static_cast<int64_t>(tile_m) * kBM + cw * 64 >= args.M;
       if (idle) {
         for (int kb = kb_begin; kb < kb_end; ++kb) {
-          mbar_wait(full_bar + 8 * stage, phase);
+          mbar_wait(data_bar + 8 * stage, phase);
           __syncwarp();
           if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * stage);
           if (++stage == kStages) {
@@ -1195,6 +1277,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.c_batch_stride = p.c_batch_stride;
   args.c_row_stride = p.c_row_stride;
   args.bias = p.bias;
+  args.tf32_round = setting_is("TILED_SM90_TF32_ROUND", "0") ? 0 : 1;
 
   if constexpr (Cfg::kSplitK) {
     // One cluster of c.split_k CTAs (along K) per output tile.
