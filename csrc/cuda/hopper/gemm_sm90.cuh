@@ -127,9 +127,9 @@ struct Sm90Config {
   static constexpr bool kTf32 = sizeof(T) == 4;
   static constexpr bool kARegs = kTf32 && !kPingPong_ && !kSplitK_;
   // tf32 operands that wgmma reads from shared memory are rounded to tf32
-  // in place by the producer warpgroup's three spare warps (the
-  // "converters") between the stage's TMA landing (`full`) and the
-  // consumers' wgmmas (`ready`): wgmma itself would truncate them.
+  // in place (wgmma itself would truncate them) by the consumer threads
+  // that read the stage, once it has landed and before their wgmmas, while
+  // the previous k-block's wgmmas run.
   static constexpr bool kRoundInSmem = kTf32;
   static constexpr int kRoundFrom = kARegs ? kBM * 128 : 0;  // bytes into a stage: B only, or A and B
   // Kernels that can store C^T's tiles transposed (KernelArgs::c_trans):
@@ -204,7 +204,7 @@ struct Sm90Config {
   // of a 64 x <= 64 tile needs no more.)
   static_assert(kOneSlab || 2 * 128 * kConsumerRegs + 128 * kProducerRegs <= kThreads * 168, "the CTA's launch registers");
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 1024 + (kOneSlab ? kEpiTmaBytes : epilogue_scratch_bytes(kTile));
-  static_assert(3 * 8 * kStages <= 1024, "barriers fit their block");
+  static_assert(2 * 8 * kStages <= 1024, "barriers fit their block");
   static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpiRowsBytes && kEpiRowsBytes <= epilogue_scratch_bytes(kTile),
                 "epilogue scratch: 8 warps x 16 rows");
   static_assert(kSmemBytes == (kOneSlab ? slab_smem_bytes(kBN, kBMN) : tile_smem_bytes(kTile)),
@@ -355,9 +355,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint32_t ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full_bar = ring + kStages * Cfg::kStageBytes;
   const uint32_t empty_bar = full_bar + 8 * kStages;
-  // tf32: a stage's operands are rounded (Cfg::kRoundInSmem); consumers wait on this.
-  const uint32_t ready_bar = empty_bar + 8 * kStages;
-  constexpr int kConverterWarps = 3;  // the producer warpgroup's warps 1..3
   // Epilogue scratch: 1 KB aligned (the ring is, stages are multiples of 1 KB).
   const uint32_t epi_smem = ring + kStages * Cfg::kStageBytes + 1024;
   T* const epi_scratch = reinterpret_cast<T*>(smem_raw + (epi_smem - smem_addr(smem_raw)));
@@ -377,7 +374,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // cooperative, one when ping-pong), in every CTA of the cluster, releases
       // it (with multicast, the peer's producer writes into this CTA's ring too).
       mbar_init(empty_bar + 8 * s, Cfg::kReleasers * Cfg::kCluster);
-      if constexpr (Cfg::kRoundInSmem) mbar_init(ready_bar + 8 * s, kConverterWarps);
     }
     fence_barrier_init();
   }
@@ -406,9 +402,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     kb_end = static_cast<int>(static_cast<int64_t>(args.k_blocks) * (ks + 1) / nks);
   }
 
-  // The (unit, k-blocks) runs this CTA computes, in order: stream-K pieces
-  // first, then whole tiles.  The producer loads them; the converters walk
-  // the same sequence of stages.
+  // The (unit, k-blocks) runs this CTA loads, in order: stream-K pieces
+  // first, then whole tiles.
   auto for_each_run = [&](auto&& fn) {
     if constexpr (Cfg::kStreamK) {
       SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
@@ -422,50 +417,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (warpgroup == 0) {
     // ------------------------------------------------------------ producer
     if constexpr (!Cfg::kOneSlab) setmaxnreg_dec<Cfg::kProducerRegs>();
-    if constexpr (Cfg::kRoundInSmem) {
-      if (wg_thread >= 32 && args.tf32_round) {
-        // Converters: once a stage has landed, round its bytes from
-        // kRoundFrom on to tf32 in place, 16 bytes at a time (all loads of a
-        // batch before its stores), then make the writes visible to wgmma
-        // (async proxy) and arrive on `ready`.
-        constexpr int kThreadsC = 32 * kConverterWarps;
-        constexpr int kChunks = (Cfg::kStageBytes - Cfg::kRoundFrom) / 16;
-        constexpr int kPerThread = (kChunks + kThreadsC - 1) / kThreadsC;
-        constexpr int kBatch = 4;
-        const int ct = wg_thread - 32;
-        int stage = 0;
-        uint32_t phase = 0;
-        for_each_run([&](int, int kb0, int kb1) {
-          for (int kb = kb0; kb < kb1; ++kb) {
-            const uint32_t base = ring + stage * Cfg::kStageBytes + Cfg::kRoundFrom;
-            mbar_wait(full_bar + 8 * stage, phase);
-#pragma unroll
-            for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
-              uint4 v[kBatch];
-#pragma unroll
-              for (int j = 0; j < kBatch; ++j) {
-                const int i = (i0 + j) * kThreadsC + ct;
-                if (i0 + j < kPerThread && i < kChunks) v[j] = ld_shared_v4_b32(base + 16 * i);
-              }
-#pragma unroll
-              for (int j = 0; j < kBatch; ++j) {
-                const int i = (i0 + j) * kThreadsC + ct;
-                if (i0 + j < kPerThread && i < kChunks)
-                  st_shared_v4_b32(base + 16 * i, make_uint4(tf32_round(v[j].x), tf32_round(v[j].y),
-                                                             tf32_round(v[j].z), tf32_round(v[j].w)));
-              }
-            }
-            fence_proxy_async_smem();
-            __syncwarp();
-            if (wg_thread % 32 == 0) mbar_arrive(ready_bar + 8 * stage);
-            if (++stage == kStages) {
-              stage = 0;
-              phase ^= 1;
-            }
-          }
-        });
-      }
-    }
     if (wg_thread == 0) {
       prefetch_tensormap(&tmap_a);
       prefetch_tensormap(&tmap_b);
@@ -531,8 +482,40 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // ------------------------------------------------------------ consumers
     if constexpr (!Cfg::kOneSlab) setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = warpgroup - 1;  // cooperative: which 64-row half of each tile; ping-pong: which tiles
-    // A stage's data is there (and, for tf32, rounded) once this completes.
-    const uint32_t data_bar = Cfg::kRoundInSmem && args.tf32_round ? ready_bar : full_bar;
+    // tf32: round the bytes of a landed stage that wgmma reads from shared
+    // memory (from kRoundFrom on), 16 at a time, every thread that reads the
+    // stage taking its share (all loads of a batch before its stores); then
+    // make the writes visible to wgmma (async proxy) and wait for the others
+    // (named barrier 7, or 7 / 8 per warpgroup in ping-pong).
+    auto round_stage = [&](int st) {
+      if constexpr (Cfg::kRoundInSmem) {
+        if (!args.tf32_round) return;
+        constexpr int kRounders = 128 * (Cfg::kPingPong ? 1 : Cfg::kConsumers);
+        constexpr int kChunks = (Cfg::kStageBytes - Cfg::kRoundFrom) / 16;
+        constexpr int kPerThread = (kChunks + kRounders - 1) / kRounders;
+        constexpr int kBatch = 4;
+        const int rt = Cfg::kPingPong ? wg_thread : cw * 128 + wg_thread;
+        const uint32_t base = ring + st * Cfg::kStageBytes + Cfg::kRoundFrom;
+#pragma unroll
+        for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
+          uint4 v[kBatch];
+#pragma unroll
+          for (int j = 0; j < kBatch; ++j) {
+            const int i = (i0 + j) * kRounders + rt;
+            if (i0 + j < kPerThread && (kChunks % kRounders == 0 || i < kChunks)) v[j] = ld_shared_v4_b32(base + 16 * i);
+          }
+#pragma unroll
+          for (int j = 0; j < kBatch; ++j) {
+            const int i = (i0 + j) * kRounders + rt;
+            if (i0 + j < kPerThread && (kChunks % kRounders == 0 || i < kChunks))
+              st_shared_v4_b32(base + 16 * i, make_uint4(tf32_round_for_wgmma(v[j].x), tf32_round_for_wgmma(v[j].y),
+                                                         tf32_round_for_wgmma(v[j].z), tf32_round_for_wgmma(v[j].w)));
+          }
+        }
+        fence_proxy_async_smem();
+        named_barrier_sync(7 + (Cfg::kPingPong ? cw : 0), kRounders);
+      }
+    };
     const int warp = wg_thread / 32, lane = wg_thread % 32;
     constexpr int kSubM = Cfg::kSubM;
     float acc[kSubM][kBN / 2];
@@ -607,7 +590,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // the previous k-block's stage.
         uint32_t frag[2][4];
         for (int kb = kb_from; kb < kb_to; ++kb) {
-          mbar_wait(data_bar + 8 * stage, phase);
+          mbar_wait(full_bar + 8 * stage, phase);
+          round_stage(stage);
           const uint32_t sa = ring + stage * Cfg::kStageBytes + cw * kChunkBytes;
           const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
 #pragma unroll
@@ -634,7 +618,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         return prev_stage;
       } else {
         for (int kb = kb_from; kb < kb_to; ++kb) {
-          mbar_wait(data_bar + 8 * stage, phase);
+          mbar_wait(full_bar + 8 * stage, phase);
+          round_stage(stage);
           // 64 rows of A per wgmma: the s-th 64-row slab (K-major) or the s-th
           // 64-wide M chunk (MN-major), both s * 8 KB into the stage, with
           // s = cw (cooperative) or each of 0, 1 (ping-pong).
@@ -1060,7 +1045,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                         static_cast<int64_t>(tile_m) * kBM + cw * 64 >= args.M;
       if (idle) {
         for (int kb = kb_begin; kb < kb_end; ++kb) {
-          mbar_wait(data_bar + 8 * stage, phase);
+          mbar_wait(full_bar + 8 * stage, phase);
+          round_stage(stage);
           __syncwarp();
           if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * stage);
           if (++stage == kStages) {
