@@ -213,6 +213,7 @@ struct Sm90Config {
   // registers (cooperative configs only); an N-major B needs a 16-bit type.
   static_assert(!kBMN || kElemBytes == 2, "an N-major B needs a 16-bit type");
   static_assert(!kARegs || (!kPingPong && !kSplitK), "register A: cooperative, no split");
+  static_assert(!kARegs || kStages >= 3, "register A: the next stage is waited on while two are read");
   static_assert((kOneSlab && slab_width_index(kBN) >= 0) || kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 176 || kBN == 192 || kBN == 200 ||
                     kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
@@ -587,11 +588,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // One commit group per k8 step, at most two in flight: the wait after
         // issuing step s retires step s - 1, which frees its fragment
         // registers (step s + 1 reuses them) and, at s = 0 of a k-block,
-        // the previous k-block's stage.
+        // the previous k-block's stage.  tf32 rounds the next stage's B
+        // while step 0's wgmmas and the last one of the k-block before run:
+        // rounding a stage just before its own first wgmma left the tensor
+        // pipe idle for it (at most one k8 step is in flight here), 1.6x the
+        // time at 4096^3.
         uint32_t frag[2][4];
-        for (int kb = kb_from; kb < kb_to; ++kb) {
+        if (kb_from < kb_to) {
           mbar_wait(full_bar + 8 * stage, phase);
           round_stage(stage);
+        }
+        for (int kb = kb_from; kb < kb_to; ++kb) {
+          const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
+          const uint32_t next_phase = stage + 1 == kStages ? phase ^ 1 : phase;
           const uint32_t sa = ring + stage * Cfg::kStageBytes + cw * kChunkBytes;
           const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
 #pragma unroll
@@ -606,14 +615,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             WgmmaRegsTf32<kBN>::run(acc[0], f, make_smem_desc_sw128(sb + ks * 32, 16, 1024),
                                     (kb > kb_from || ks > 0) ? 1 : 0);
             wgmma_commit_group();
+            if (ks == 0 && kb + 1 < kb_to) {
+              // (The stage after this one, neither of the two being read.)
+              mbar_wait(full_bar + 8 * next_stage, next_phase);
+              round_stage(next_stage);
+            }
             wgmma_wait_group<1>();
             if (ks == 0 && kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
           }
           prev_stage = stage;
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
+          stage = next_stage;
+          phase = next_phase;
         }
         return prev_stage;
       } else {
