@@ -134,12 +134,11 @@ def view_of(values, kind):
     if kind == "t":
         return values.transpose(-1, -2).contiguous().transpose(-1, -2)
     if kind == "s":
-        wide = torch.zeros(*values.shape[:-1], values.shape[-1] + 3, dtype=values.dtype)
+        wide = values.new_zeros(*values.shape[:-1], values.shape[-1] + 3)
         wide[..., 1:1 + values.shape[-1]] = values
         return wide[..., 1:1 + values.shape[-1]]
     if kind == "e":
-        one = values.narrow(0, 0, 1) if values.shape[0] > 0 else torch.zeros(1, *values.shape[1:],
-                                                                               dtype=values.dtype)
+        one = values.narrow(0, 0, 1) if values.shape[0] > 0 else values.new_zeros(1, *values.shape[1:])
         return one.expand(values.shape)
     raise ValueError(kind)
 
@@ -179,17 +178,18 @@ def check_fwd_bwd(fn, ref_fn, tensors, what):
     refs = [t.detach().requires_grad_() if t is not None else None for t in tensors]
     out, ref = fn(*ours), ref_fn(*refs)
     assert_same(out, ref, f"{what} forward")
-    g = torch.randn(ref.shape, dtype=ref.dtype)
+    g = torch.randn(ref.shape, dtype=ref.dtype, device=ref.device)
     for i, (x, y) in enumerate(zip(grads_of(out, ours, g), grads_of(ref, refs, g))):
         assert_same(x, y if y is not None else torch.zeros_like(x), f"{what} grad {i}")
 
 
-def bias_for(N, dtype, use_bias):
-    return torch.randn(N, dtype=torch.float32).to(dtype) if use_bias else None
+def bias_for(N, dtype, use_bias, device="cpu"):
+    return torch.randn(N, dtype=torch.float32, device=device).to(dtype) if use_bias else None
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("arr", ARRANGEMENTS)
-def test_zero_sizes_gemm(arr):
+def test_zero_sizes_gemm(device, arr):
     # torch.ops.tiled.gemm: every zero pattern x batch x views of both
     # operands (contiguous, column-major, sliced at an offset, expanded) x
     # bias, in float64 (the answers are exact: zeros, bias, or empty).
@@ -198,10 +198,10 @@ def test_zero_sizes_gemm(arr):
     for _, bsz, M, N, K in (c for c in zero_cases() if c[0] == arr):
         sa, sb = operand_shapes(arr, bsz, M, N, K)
         for va, vb in itertools.product("ctse", repeat=2):
-            a = view_of(torch.randn(sa, dtype=torch.float64), va)
-            b = view_of(torch.randn(sb, dtype=torch.float64), vb)
+            a = view_of(torch.randn(sa, dtype=torch.float64, device=device), va)
+            b = view_of(torch.randn(sb, dtype=torch.float64, device=device), vb)
             for use_bias in (False, True):
-                bias = bias_for(N, torch.float64, use_bias)
+                bias = bias_for(N, torch.float64, use_bias, device)
                 what = f"gemm {tuple(sa)}{va} @ {tuple(sb)}{vb} bias={use_bias}"
                 check_fwd_bwd(lambda x, y, c: gemm(x, y, c),
                               lambda x, y, c: torch.matmul(x, y) + (c if c is not None else 0),
@@ -210,16 +210,17 @@ def test_zero_sizes_gemm(arr):
     assert n > 100
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_zero_sizes_dtypes(dtype):
+def test_zero_sizes_dtypes(device, dtype):
     # The zero paths in every dtype (the K = 0 answer is the bias, exactly).
     torch.manual_seed(2)
     for arr, bsz, M, N, K in zero_cases(sizes=(0, 2), batches=(0, 2)):
         sa, sb = operand_shapes(arr, bsz, M, N, K)
         for va, vb in (("c", "c"), ("t", "s")):
-            a = view_of(torch.randn(sa).to(dtype), va)
-            b = view_of(torch.randn(sb).to(dtype), vb)
-            bias = bias_for(N, dtype, True)
+            a = view_of(torch.randn(sa, device=device).to(dtype), va)
+            b = view_of(torch.randn(sb, device=device).to(dtype), vb)
+            bias = bias_for(N, dtype, True, device)
             check_fwd_bwd(lambda x, y, c: gemm(x, y, c), lambda x, y, c: torch.matmul(x, y) + c, [a, b, bias],
                           f"gemm {dtype} {tuple(sa)}{va} @ {tuple(sb)}{vb}")
 
@@ -234,14 +235,15 @@ MATMUL_ZERO_SHAPES = [
 ]
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("sa,sb", MATMUL_ZERO_SHAPES, ids=str)
-def test_zero_sizes_matmul(sa, sb):
+def test_zero_sizes_matmul(device, sa, sb):
     # ttg.matmul: torch.matmul's shapes, values and gradients, for plain,
     # transposed (last two dims) and sliced views.
     torch.manual_seed(3)
     for va, vb in itertools.product("cts" if len(sa) > 1 else "c", "cts" if len(sb) > 1 else "c"):
-        a = view_of(torch.randn(sa, dtype=torch.float64), va)
-        b = view_of(torch.randn(sb, dtype=torch.float64), vb)
+        a = view_of(torch.randn(sa, dtype=torch.float64, device=device), va)
+        b = view_of(torch.randn(sb, dtype=torch.float64, device=device), vb)
         check_fwd_bwd(ttg.matmul, torch.matmul, [a, b], f"matmul {sa}{va} @ {sb}{vb}")
 
 
@@ -253,41 +255,42 @@ LINEAR_ZERO_SHAPES = [  # (x shape, out_features)
 
 @pytest.mark.parametrize("xs,out_features", LINEAR_ZERO_SHAPES, ids=str)
 @pytest.mark.parametrize("use_bias", [False, True])
-def test_zero_sizes_linear(xs, out_features, use_bias):
+@pytest.mark.parametrize("device", DEVICES)
+def test_zero_sizes_linear(device, xs, out_features, use_bias):
     # tiled.linear, ttg.linear and TiledLinear against F.linear / nn.Linear.
     torch.manual_seed(4)
     in_features = xs[-1]
     for vx, vw in itertools.product("cts" if len(xs) > 1 else "c", "cts"):
-        x = view_of(torch.randn(xs, dtype=torch.float64), vx)
-        w = view_of(torch.randn(out_features, in_features, dtype=torch.float64), vw)
-        bias = bias_for(out_features, torch.float64, use_bias)
+        x = view_of(torch.randn(xs, dtype=torch.float64, device=device), vx)
+        w = view_of(torch.randn(out_features, in_features, dtype=torch.float64, device=device), vw)
+        bias = bias_for(out_features, torch.float64, use_bias, device)
         what = f"linear {xs}{vx} weight {tuple(w.shape)}{vw} bias={use_bias}"
         check_fwd_bwd(ttg.linear, F.linear, [x, w, bias], what)
         check_fwd_bwd(torch.ops.tiled.linear, F.linear, [x, w, bias], "tiled." + what)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Initializing zero-element tensors is a no-op"
-        lin = nn.Linear(in_features, out_features, bias=use_bias, dtype=torch.float64)
+        lin = nn.Linear(in_features, out_features, bias=use_bias, dtype=torch.float64, device=device)
     tl = ttg.TiledLinear.from_linear(lin)
-    x = torch.randn(xs, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(xs, dtype=torch.float64, device=device, requires_grad=True)
     x2 = x.detach().clone().requires_grad_()
     out, ref = tl(x), lin(x2)
     assert_same(out, ref, "TiledLinear forward")
-    g = torch.randn(ref.shape, dtype=torch.float64)
+    g = torch.randn(ref.shape, dtype=torch.float64, device=device)
     got = torch.autograd.grad(out, [x, *tl.parameters()], g)
     want = torch.autograd.grad(ref, [x2, *lin.parameters()], g)
     for i, (p, q) in enumerate(zip(got, want)):
         assert_same(p, q, f"TiledLinear grad {i}")
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("arr", ARRANGEMENTS)
-def test_zero_sizes_double_backward(arr):
+def test_zero_sizes_double_backward(device, arr):
     # Second derivatives through the op's own backward (which calls the op):
     # d/d(a, b, bias, g) of <grad_a, r_a> + <grad_b, r_b>, as aten gives them.
     torch.manual_seed(5)
     for _, bsz, M, N, K in (c for c in zero_cases(sizes=(0, 2), batches=(0, 2)) if c[0] == arr):
         sa, sb = operand_shapes(arr, bsz, M, N, K)
-        base = [torch.randn(sa, dtype=torch.float64), torch.randn(sb, dtype=torch.float64),
-                torch.randn(N, dtype=torch.float64)]
+        base = [torch.randn(s, dtype=torch.float64, device=device) for s in (sa, sb, (N,))]
         results = []
         for fn in (lambda x, y, c: gemm(x, y, c), lambda x, y, c: torch.matmul(x, y) + c):
             a, b, c = (t.clone().requires_grad_() for t in base)
@@ -333,7 +336,8 @@ def test_zero_sizes_fake_kernels():
         torch.library.opcheck(torch.ops.tiled.linear, (x, w, bias), test_utils=utils)
 
 
-def test_zero_sizes_compile():
+@pytest.mark.parametrize("device", DEVICES)
+def test_zero_sizes_compile(device):
     # torch.compile (fullgraph) of each entry point on zero-size inputs:
     # outputs and gradients as eager aten gives them.
     torch._dynamo.reset()
@@ -346,9 +350,9 @@ def test_zero_sizes_compile():
     for name, (ours, ref) in funcs.items():
         compiled = torch.compile(ours, fullgraph=True, backend="aot_eager")
         for sa, sb in shapes:
-            a = view_of(torch.randn(sa, dtype=torch.float64), "t")
-            b = torch.randn(sb, dtype=torch.float64)
-            c = torch.randn(sb[-1], dtype=torch.float64)
+            a = view_of(torch.randn(sa, dtype=torch.float64, device=device), "t")
+            b = torch.randn(sb, dtype=torch.float64, device=device)
+            c = torch.randn(sb[-1], dtype=torch.float64, device=device)
             check_fwd_bwd(compiled, ref, [a, b, c], f"compiled {name} {sa} @ {sb}")
 
 
