@@ -117,6 +117,10 @@ void check_linear_args(const at::Tensor& x, const at::Tensor& weight) {
   TILED_CHECK(weight.dim() == 2, "tiled.linear: weight must be 2-D [out_features, in_features], got shape ",
               weight.sym_sizes());
   TILED_CHECK(x.dim() >= 1, "tiled.linear: input must be at least 1-D");
+  // nn.Linear's words for an input of another dtype than the module's
+  // (before the bias check, which would otherwise report the bias).
+  TILED_CHECK(x.scalar_type() == weight.scalar_type(), "tiled.linear: mat1 and mat2 must have the same dtype, but got ",
+              x.scalar_type(), " and ", weight.scalar_type());
   TILED_SYM_CHECK(x.sym_size(-1).sym_eq(weight.sym_size(1)),
                   "tiled.linear: mat1 and mat2 shapes cannot be multiplied (input ", x.sym_sizes(), " and weight^T ",
                   weight.sym_size(1), "x", weight.sym_size(0), ")");
@@ -130,7 +134,14 @@ std::vector<c10::SymInt> linear_out_shape(const at::Tensor& x, const at::Tensor&
   return shape;
 }
 
-at::Tensor as_matrix(const at::Tensor& t) { return t.reshape_symint({-1, t.sym_size(-1)}); }
+// [..., n] -> [rows, n] with rows the product of the leading dims, spelled
+// out: reshape(-1, n) cannot infer the -1 of a tensor with no elements
+// (n == 0, or any leading dim 0).
+at::Tensor as_matrix(const at::Tensor& t) {
+  c10::SymInt rows = 1;
+  for (int64_t d = 0; d + 1 < t.dim(); ++d) rows = rows * t.sym_size(d);
+  return t.reshape_symint({rows, t.sym_size(-1)});
+}
 
 at::Tensor linear_impl(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   check_linear_args(x, weight);

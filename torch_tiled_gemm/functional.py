@@ -9,18 +9,47 @@ _gemm = torch.ops.tiled.gemm.default
 _linear = torch.ops.tiled.linear.default
 
 
+def _type_name(obj) -> str:
+    t = type(obj)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _require_tensor(fn: str, name: str, position: int, obj, optional: bool = False) -> None:
+    """The TypeError torch's own functions raise for a non-tensor argument,
+    e.g. "matmul(): argument 'input' (position 1) must be Tensor, not numpy.ndarray"."""
+    if isinstance(obj, torch.Tensor) or (optional and obj is None):
+        return
+    raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Tensor, not {_type_name(obj)}")
+
+
+def _numel(shape) -> int:
+    """Product of `shape` (SymInts welcome).  Used instead of reshape's -1,
+    which cannot be inferred for a tensor with no elements."""
+    n = 1
+    for s in shape:
+        n = n * s
+    return n
+
+
 def gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """a [M,K] or [B,M,K] times b [K,N] or [B,K,N] (+ bias [N]); see the README."""
+    _require_tensor("gemm", "a", 1, a)
+    _require_tensor("gemm", "b", 2, b)
+    _require_tensor("gemm", "bias", 3, bias, optional=True)
     return _gemm(a, b, bias)
 
 
 def kernel_name(a: torch.Tensor, b: torch.Tensor) -> str:
     """The kernel the dispatch layer would run for gemm(a, b) (e.g. "simt_general")."""
+    _require_tensor("kernel_name", "a", 1, a)
+    _require_tensor("kernel_name", "b", 2, b)
     return torch.ops.tiled.gemm_kernel_name(a, b)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """torch.matmul's semantics (1-D operands, N-D broadcasting) through tiled.gemm."""
+    _require_tensor("matmul", "input", 1, a)
+    _require_tensor("matmul", "other", 2, b)
     if a.dim() == 0 or b.dim() == 0:
         raise RuntimeError(
             f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D"
@@ -35,16 +64,28 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             "a and b shapes cannot be multiplied "
             f"({'x'.join(map(str, a.shape))} and {'x'.join(map(str, b.shape))})"
         )
-    if b.dim() == 2:
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if a.dim() <= 3 and b.dim() <= 3 and (a.dim() == 2 or b.dim() == 2 or a.shape[0] == b.shape[0]):
+        # What the op takes as is: 2-D x 2-D, a batch against a shared 2-D
+        # operand (3-D x 2-D folds into one tall GEMM inside the op where the
+        # batches are evenly spaced rows), 3-D x 3-D of one batch size.
+        out = _gemm(a, b, None)
+    elif b.dim() == 2:
         # [..., M, K] @ [K, N]: fold every leading dim into M (a view when possible).
         lead = a.shape[:-1]
-        out = _gemm(a.reshape(-1, a.shape[-1]), b, None).reshape(*lead, b.shape[-1])
+        out = _gemm(a.reshape(_numel(lead), k), b, None).reshape(*lead, n)
     else:
         batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        a3 = a.expand(*batch, m, k).reshape(-1, m, k)
-        b3 = b.expand(*batch, k, n).reshape(-1, k, n)
-        out = _gemm(a3, b3, None).reshape(*batch, m, n)
+        nb = _numel(batch)
+
+        def flat(t, rows, cols):
+            # An operand with one matrix for every batch stays 2-D (the op
+            # broadcasts it without copying); others get the broadcast batch.
+            if _numel(t.shape[:-2]) == 1 and nb != 1:
+                return t.reshape(rows, cols)
+            return t.expand(*batch, rows, cols).reshape(nb, rows, cols)
+
+        out = _gemm(flat(a, m, k), flat(b, k, n), None).reshape(*batch, m, n)
     if a_vec:
         out = out.squeeze(-2)
     if b_vec:
@@ -58,4 +99,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     The weight is read in place (a transposed view) and its gradient is
     produced directly in its own [out, in] layout.
     """
+    _require_tensor("linear", "input", 1, x)
+    _require_tensor("linear", "weight", 2, weight)
+    _require_tensor("linear", "bias", 3, bias, optional=True)
     return _linear(x, weight, bias)

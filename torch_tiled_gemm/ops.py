@@ -11,6 +11,18 @@ from . import _C  # noqa: F401  (runs TORCH_LIBRARY registrations)
 _DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
+# c10's names for dtypes, as aten's messages print them ("Long", "Float").
+_SCALAR_TYPE_NAMES = {
+    torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
+    torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+    torch.bool: "Bool", torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble",
+}
+
+
+def _scalar_type(dtype):
+    return _SCALAR_TYPE_NAMES.get(dtype, str(dtype))
+
+
 def _shape(t):
     return "x".join(str(s) for s in t.shape)
 
@@ -29,9 +41,13 @@ def _check_args(a, b, bias, op):
         )
     torch._check(
         a.dtype == b.dtype,
-        lambda: f"{op}: expected a and b to have the same dtype, but got: {a.dtype} != {b.dtype}",
+        lambda: f"{op}: expected a and b to have the same dtype, but got: {_scalar_type(a.dtype)} != "
+        f"{_scalar_type(b.dtype)}",
     )
-    torch._check(a.dtype in _DTYPES, lambda: f"{op}: unsupported dtype {a.dtype}")
+    torch._check(
+        a.dtype in _DTYPES,
+        lambda: f"{op}: unsupported dtype {_scalar_type(a.dtype)} (supported: float32, float64, float16, bfloat16)",
+    )
     torch._check(
         a.device == b.device,
         lambda: f"{op}: expected a and b on the same device, but got {a.device} and {b.device}",
@@ -42,7 +58,11 @@ def _check_args(a, b, bias, op):
             bias.dim() == 1 and bias.shape[0] == n,
             lambda: f"{op}: bias must be 1-D of size N={n}, got shape {tuple(bias.shape)}",
         )
-        torch._check(bias.dtype == a.dtype, lambda: f"{op}: bias dtype {bias.dtype} differs from {a.dtype}")
+        torch._check(
+            bias.dtype == a.dtype,
+            lambda: f"{op}: bias dtype {_scalar_type(bias.dtype)} differs from the operands' dtype "
+            f"{_scalar_type(a.dtype)}",
+        )
     if a.dim() == 3:
         return (a.shape[0], a.shape[-2], n)
     if b.dim() == 3:
@@ -60,11 +80,21 @@ def _linear_fake(x, weight, bias=None):
     torch._check(weight.dim() == 2, lambda: f"tiled.linear: weight must be 2-D, got shape {tuple(weight.shape)}")
     torch._check(x.dim() >= 1, lambda: "tiled.linear: input must be at least 1-D")
     torch._check(
+        x.dtype == weight.dtype,
+        lambda: f"tiled.linear: mat1 and mat2 must have the same dtype, but got {_scalar_type(x.dtype)} and "
+        f"{_scalar_type(weight.dtype)}",
+    )
+    torch._check(
         x.shape[-1] == weight.shape[1],
         lambda: f"tiled.linear: mat1 and mat2 shapes cannot be multiplied (... x {x.shape[-1]} and "
         f"{weight.shape[1]}x{weight.shape[0]})",
     )
-    _check_args(x.reshape(-1, x.shape[-1]), weight.t(), bias, "tiled.linear")
+    # The leading dims' product spelled out: reshape(-1, n) cannot infer the
+    # -1 of an input with no elements.
+    rows = 1
+    for s in x.shape[:-1]:
+        rows = rows * s
+    _check_args(x.reshape(rows, x.shape[-1]), weight.t(), bias, "tiled.linear")
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
 
 
