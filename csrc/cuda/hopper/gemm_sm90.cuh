@@ -101,7 +101,6 @@ struct KernelArgs {
   // Bit 0 / 1: A / B is read once (settings.h's l2_stream_bits) and loaded
   // under L2's evict_first policy.
   int l2_stream;
-  int tf32_round;  // (A/B measurement only) 0: tf32 operands truncated by wgmma, as before rounding
   int sk_tiles;
   float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
   int* sk_flags;       // [gridDim.x][2], all 0 at launch
@@ -122,16 +121,12 @@ struct Sm90Config {
   static constexpr bool kBMN = kBMN_;  // B is N-major (row-major B, "N")
   // tf32, cooperative: each consumer thread loads its A fragments from
   // shared memory into registers (wgmma's register-A form) and rounds them
-  // to tf32 there; B stays K-major.  (An M-major A has no other way in:
-  // wgmma takes tf32 only K-major from shared memory.)
-  static constexpr bool kTf32 = sizeof(T) == 4;
-  static constexpr bool kARegs = kTf32 && !kPingPong_ && !kSplitK_;
-  // tf32 operands that wgmma reads from shared memory are rounded to tf32
-  // in place (wgmma itself would truncate them) by the consumer threads
-  // that read the stage, once it has landed and before their wgmmas, while
-  // the previous k-block's wgmmas run.
-  static constexpr bool kRoundInSmem = kTf32;
-  static constexpr int kRoundFrom = kARegs ? kBM * 128 : 0;  // bytes into a stage: B only, or A and B
+  // to tf32 there (cvt.rna; wgmma would truncate); B stays K-major and is
+  // read by wgmma from shared memory as TMA wrote it, truncated.  (An
+  // M-major A has no other way in: wgmma takes tf32 only K-major from
+  // shared memory.  Rounding B in shared memory as well cost 35-50% at
+  // 4096^3 on an H100: docs/hopper.md, "tf32 rounding".)
+  static constexpr bool kARegs = sizeof(T) == 4 && !kPingPong_ && !kSplitK_;
   // Kernels that can store C^T's tiles transposed (KernelArgs::c_trans):
   // every tf32 cooperative whole-tile config (the register-A kernels for the
   // caller's NN, the shared-memory ones for a small-M NT run swapped), and
@@ -213,7 +208,6 @@ struct Sm90Config {
   // registers (cooperative configs only); an N-major B needs a 16-bit type.
   static_assert(!kBMN || kElemBytes == 2, "an N-major B needs a 16-bit type");
   static_assert(!kARegs || (!kPingPong && !kSplitK), "register A: cooperative, no split");
-  static_assert(!kARegs || kStages >= 3, "register A: the next stage is waited on while two are read");
   static_assert((kOneSlab && slab_width_index(kBN) >= 0) || kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 176 || kBN == 192 || kBN == 200 ||
                     kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
@@ -403,18 +397,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     kb_end = static_cast<int>(static_cast<int64_t>(args.k_blocks) * (ks + 1) / nks);
   }
 
-  // The (unit, k-blocks) runs this CTA loads, in order: stream-K pieces
-  // first, then whole tiles.
-  auto for_each_run = [&](auto&& fn) {
-    if constexpr (Cfg::kStreamK) {
-      SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
-                sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
-      int unit, kb0, kb1;
-      while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) fn(unit, kb0, kb1);
-    }
-    for (int unit = dp_first; unit < total_units; unit += unit_stride) fn(unit, kb_begin, kb_end);
-  };
-
   if (warpgroup == 0) {
     // ------------------------------------------------------------ producer
     if constexpr (!Cfg::kOneSlab) setmaxnreg_dec<Cfg::kProducerRegs>();
@@ -477,46 +459,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
         }
       };
-      for_each_run(load_unit);
+      if constexpr (Cfg::kStreamK) {
+        SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
+                  sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
+        int unit, kb0, kb1;
+        while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) load_unit(unit, kb0, kb1);
+      }
+      for (int unit = dp_first; unit < total_units; unit += unit_stride) load_unit(unit, kb_begin, kb_end);
     }
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (!Cfg::kOneSlab) setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = warpgroup - 1;  // cooperative: which 64-row half of each tile; ping-pong: which tiles
-    // tf32: round the bytes of a landed stage that wgmma reads from shared
-    // memory (from kRoundFrom on), 16 at a time, every thread that reads the
-    // stage taking its share (all loads of a batch before its stores); then
-    // make the writes visible to wgmma (async proxy) and wait for the others
-    // (named barrier 7, or 7 / 8 per warpgroup in ping-pong).
-    auto round_stage = [&](int st) {
-      if constexpr (Cfg::kRoundInSmem) {
-        if (!args.tf32_round) return;
-        constexpr int kRounders = 128 * (Cfg::kPingPong ? 1 : Cfg::kConsumers);
-        constexpr int kChunks = (Cfg::kStageBytes - Cfg::kRoundFrom) / 16;
-        constexpr int kPerThread = (kChunks + kRounders - 1) / kRounders;
-        constexpr int kBatch = 4;
-        const int rt = Cfg::kPingPong ? wg_thread : cw * 128 + wg_thread;
-        const uint32_t base = ring + st * Cfg::kStageBytes + Cfg::kRoundFrom;
-#pragma unroll
-        for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
-          uint4 v[kBatch];
-#pragma unroll
-          for (int j = 0; j < kBatch; ++j) {
-            const int i = (i0 + j) * kRounders + rt;
-            if (i0 + j < kPerThread && (kChunks % kRounders == 0 || i < kChunks)) v[j] = ld_shared_v4_b32(base + 16 * i);
-          }
-#pragma unroll
-          for (int j = 0; j < kBatch; ++j) {
-            const int i = (i0 + j) * kRounders + rt;
-            if (i0 + j < kPerThread && (kChunks % kRounders == 0 || i < kChunks))
-              st_shared_v4_b32(base + 16 * i, make_uint4(tf32_round_for_wgmma(v[j].x), tf32_round_for_wgmma(v[j].y),
-                                                         tf32_round_for_wgmma(v[j].z), tf32_round_for_wgmma(v[j].w)));
-          }
-        }
-        fence_proxy_async_smem();
-        named_barrier_sync(7 + (Cfg::kPingPong ? cw : 0), kRounders);
-      }
-    };
     const int warp = wg_thread / 32, lane = wg_thread % 32;
     constexpr int kSubM = Cfg::kSubM;
     float acc[kSubM][kBN / 2];
@@ -553,16 +507,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // (released by finish_mainloop once its wgmmas are done).
     // Register A (tf32): this thread's four A elements of a k8 step (ptx.cuh's
     // WgmmaRegsTf32: rows 16 warp + g (+8), columns t (+4), g = lane / 4,
-    // t = lane % 4) in the warpgroup's 64-row slab, 128B-swizzled (the 16-byte
-    // unit's index XORed with the 128-byte row's index mod 8).
+    // t = lane % 4) in the warpgroup's 64-row slab, 128B-swizzled (a 16-byte
+    // unit's index XORed with its 128-byte row's index mod 8).
     //   M-major A: two 4 KB chunks of 32 rows of M x 32 rows of K; element
     //   (m, k) at (m / 32) * 4 KB + k * 128 + (((m % 32) / 4 ^ k % 8) * 16)
     //   + (m % 4) * 4; k step ks adds ks * 1 KB.  (A 32-bit load of a warp
     //   hits 16 chunks over 8 positions: 2-way bank conflicts.)
     //   K-major A: 64 rows of 128 bytes; element (m, k) at m * 128 +
     //   ((k / 4 ^ m % 8) * 16) + (k % 4) * 4; k step ks flips bits 5-6 of
-    //   the 16-byte unit (k / 4 = 2 ks + k % 8 / 4), i.e. XORs ks << 5.
-    //   (A warp's load covers 8 rows x 4 words, 32 banks: no conflict.)
+    //   the offset (k / 4 = 2 ks + k % 8 / 4), i.e. XORs ks << 5.  (A warp's
+    //   load covers 8 rows x 4 words in 32 banks: no conflict.)
     uint32_t a_frag_off[4] = {0, 0, 0, 0};
     if constexpr (Cfg::kARegs) {
       const uint32_t g = lane / 4, t = lane % 4;
@@ -588,50 +542,34 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // One commit group per k8 step, at most two in flight: the wait after
         // issuing step s retires step s - 1, which frees its fragment
         // registers (step s + 1 reuses them) and, at s = 0 of a k-block,
-        // the previous k-block's stage.  tf32 rounds the next stage's B
-        // while step 0's wgmmas and the last one of the k-block before run:
-        // rounding a stage just before its own first wgmma left the tensor
-        // pipe idle for it (at most one k8 step is in flight here), 1.6x the
-        // time at 4096^3.
+        // the previous k-block's stage.
         uint32_t frag[2][4];
-        if (kb_from < kb_to) {
-          mbar_wait(full_bar + 8 * stage, phase);
-          round_stage(stage);
-        }
         for (int kb = kb_from; kb < kb_to; ++kb) {
-          const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
-          const uint32_t next_phase = stage + 1 == kStages ? phase ^ 1 : phase;
+          mbar_wait(full_bar + 8 * stage, phase);
           const uint32_t sa = ring + stage * Cfg::kStageBytes + cw * kChunkBytes;
           const uint32_t sb = ring + stage * Cfg::kStageBytes + Cfg::kABytes;
 #pragma unroll
           for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
             uint32_t(&f)[4] = frag[ks & 1];
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              f[i] = ld_shared_b32(a_frag_addr(sa, i, ks));
-              if (args.tf32_round) f[i] = tf32_round(f[i]);
-            }
+            for (int i = 0; i < 4; ++i) f[i] = tf32_round(ld_shared_b32(a_frag_addr(sa, i, ks)));
             wgmma_fence();
             WgmmaRegsTf32<kBN>::run(acc[0], f, make_smem_desc_sw128(sb + ks * 32, 16, 1024),
                                     (kb > kb_from || ks > 0) ? 1 : 0);
             wgmma_commit_group();
-            if (ks == 0 && kb + 1 < kb_to) {
-              // (The stage after this one, neither of the two being read.)
-              mbar_wait(full_bar + 8 * next_stage, next_phase);
-              round_stage(next_stage);
-            }
             wgmma_wait_group<1>();
             if (ks == 0 && kb > kb_from && lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
           }
           prev_stage = stage;
-          stage = next_stage;
-          phase = next_phase;
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
         }
         return prev_stage;
       } else {
         for (int kb = kb_from; kb < kb_to; ++kb) {
           mbar_wait(full_bar + 8 * stage, phase);
-          round_stage(stage);
           // 64 rows of A per wgmma: the s-th 64-row slab (K-major) or the s-th
           // 64-wide M chunk (MN-major), both s * 8 KB into the stage, with
           // s = cw (cooperative) or each of 0, 1 (ping-pong).
@@ -1058,7 +996,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (idle) {
         for (int kb = kb_begin; kb < kb_end; ++kb) {
           mbar_wait(full_bar + 8 * stage, phase);
-          round_stage(stage);
           __syncwarp();
           if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * stage);
           if (++stage == kStages) {
@@ -1275,7 +1212,6 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.c_batch_stride = p.c_batch_stride;
   args.c_row_stride = p.c_row_stride;
   args.bias = p.bias;
-  args.tf32_round = setting_is("TILED_SM90_TF32_ROUND", "0") ? 0 : 1;
 
   if constexpr (Cfg::kSplitK) {
     // One cluster of c.split_k CTAs (along K) per output tile.

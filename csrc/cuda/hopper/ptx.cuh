@@ -197,28 +197,14 @@ __device__ __forceinline__ uint32_t ld_shared_b32(uint32_t addr) {
   return v;
 }
 // fp32 bits rounded to tf32 (10 mantissa bits), to nearest, ties away from
-// zero.  wgmma reads a tf32 operand's top 19 bits and ignores the other 13,
-// which truncates: rounding first keeps the products' error unbiased (half
-// the truncation's on average, and no drift towards zero that grows with K).
-// tf32_round clears the low bits (cvt.rna: three instructions);
-// tf32_round_for_wgmma only adds half a tf32 ulp to a finite value (two:
-// the carry does the rounding, wgmma drops the rest), leaving Inf and NaN
-// alone (a NaN's low payload bits could otherwise carry it to -0 or Inf).
+// zero (cvt.rna), the 13 low bits cleared.  wgmma reads a tf32 operand's top
+// 19 bits and ignores the rest, which truncates: rounding first removes the
+// truncation's bias (products drift towards zero by half a tf32 ulp on
+// average), about halving the error of a long sum.
 __device__ __forceinline__ uint32_t tf32_round(uint32_t x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "r"(x));
   return r;
-}
-__device__ __forceinline__ uint32_t tf32_round_for_wgmma(uint32_t x) {
-  return fabsf(__uint_as_float(x)) < __uint_as_float(0x7f800000u) ? x + 0x1000u : x;
-}
-__device__ __forceinline__ uint4 ld_shared_v4_b32(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_shared_v4_b32(uint32_t addr, uint4 v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 // One arrival on the mbarrier at the same offset as `bar` in cluster CTA `rank`.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
