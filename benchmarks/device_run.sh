@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, full tests, benchmarks.  Stages are
 # picked with STAGES (default "build test bench ladder"; also sass, gdb,
-# sanitizer, dist, ab, cluster, sweep), so a long session can be split over two
+# reliability, dist, ab, cluster, sweep), so a long session can be split over two
 # calls on the same warm machine:
 #   STAGES="build test" bash benchmarks/device_run.sh
 #   STAGES="bench ladder" bash benchmarks/device_run.sh
@@ -68,12 +68,14 @@ if has gdb; then
   say "gdb: ${GDB_SNIPPET:-}"
   cuda-gdb -batch -ex run -ex bt --args $PY -c "${GDB_SNIPPET:-import torch}" 2>&1 | grep -vE "^\[New Thread|^\[Thread" | tail -40 >>"$LOG"
 fi
-if has sanitizer; then
-  say "compute-sanitizer memcheck + racecheck on small/remainder shapes"
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 $PY benchmarks/sanitize_cases.py >>"$LOG" 2>&1
-    say "sanitizer $tool rc=$?"
-  done
+if has reliability; then
+  # OpInfo samples, the fuzz test at scale, compute-sanitizer (memcheck,
+  # racecheck, initcheck, synccheck) over every kernel family, tf32's error
+  # against cuBLAS: results/reliability-*.json (RELIABILITY_ARGS, e.g.
+  # "--skip sanitizer" or "--tools memcheck --merge", splits it over calls).
+  say "reliability ${RELIABILITY_ARGS:-}"
+  timeout ${RELIABILITY_TIMEOUT:-580} $PY benchmarks/reliability.py --out "$OUT/results" ${RELIABILITY_ARGS:-} >>"$LOG" 2>&1
+  say "reliability rc=$?"
 fi
 if has bench; then
   say "bench"
