@@ -10,9 +10,12 @@
 // 32-row panels.  Packed operands stay bf16 as given, zero-padded to whole
 // panels and to a multiple of 32 in K.  The micro-kernel keeps a 32 x 32 block of fp32
 // accumulators in four tiles, loads two A and two B tiles per 32 k and issues
-// four TDPBF16PS.  Each element of C is summed over K in the same order
-// whatever the blocks and threads, so the bits do not depend on the thread
-// count (they differ from the AVX-512 build's, which rounds every fp32 FMA).
+// four TDPBF16PS.  Over K the tiles run through one K group (4096 deep)
+// and the groups' sums are added in a second block (gemm_cpu_blocks.h), so
+// no running sum spans more than 4096 k.  Each element of C is summed over
+// K in the same order whatever the blocks and threads, so the bits do not
+// depend on the thread count (they differ from the AVX-512 build's, which
+// rounds every fp32 FMA).
 #include "gemm_cpu.h"
 #include "gemm_cpu_blocks.h"  // before the target pragma: its inline code is generic
 
@@ -209,10 +212,14 @@ struct Task : TaskBuffers<bf16, float> {
     const Block<bf16> blk = block_of<bf16>(p, batch, m0, n0, mt_rows, nt_cols);
     const bf16 *A = blk.a, *B = blk.b;
     const int64_t mt = blk.mt, nc = blk.nc;
-    // The first K slice starts the accumulator tiles at zero; K = 0 stores zeros (+ bias).
+    // The first K slice of each K group (gemm_cpu_blocks.h) starts the
+    // accumulator tiles at zero, the others at the group's sum so far; K = 0
+    // stores zeros (+ bias).
+    static_assert(kGroupK % kKC == 0, "whole slices per K group");
     if (p.K == 0) std::fill(c_acc, c_acc + c_size, 0.f);
     for (int64_t k0 = 0; k0 < p.K; k0 += kKC) {
       const int64_t kc = std::min(kKC, p.K - k0), steps = (kc + kKB - 1) / kKB;
+      const bool first = k0 % kGroupK == 0;
       pack_b(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.row_stride, p.b.col_stride, nc, kc, b_pack);
       for (int64_t mb = 0; mb < mt; mb += kMC) {
         const int64_t mc = std::min(kMC, mt - mb);
@@ -230,11 +237,12 @@ struct Task : TaskBuffers<bf16, float> {
           const int64_t lda = in_place ? p.a.row_stride : kKB, a_step = in_place ? kKB : kPanel;
           for (int64_t jp = 0; jp < nc; jp += kR)
             micro(a, lda, a_step, b_pack + (jp / kR) * steps * kPanel, steps, c_acc + (mb + ip) * ldc + jp, ldc,
-                  k0 == 0);
+                  first);
         }
       }
+      fold_group(k0 + kc, p.K);
     }
-    store_block(p, blk, c_acc, ldc);
+    store_block(p, blk, result(), ldc);
   }
 };
 

@@ -29,15 +29,19 @@ namespace tiled {
 namespace cpu {
 namespace TILED_CPU_ISA {
 
-// c[i * ldc + j] += sum over k < kc of a[k * MR + i] * b[k * NR + j], for
-// i < MR, j < NR (a, b: packed panels; c: the task's accumulator block).
+// c[i * ldc + j] = (first ? 0 : c[i * ldc + j]) + s[i][j], for i < MR,
+// j < NR, where s[i][j] is the sum over k < kc of a[k * MR + i] *
+// b[k * NR + j], summed in registers from zero in k order (a, b: packed
+// panels; c: the task's accumulator block).  The slice's sum starts from
+// zero, not from c, so that no running sum spans more than one slice (the
+// summation levels of gemm_cpu_blocks.h).
 template <typename Acc>
 struct Micro {
   static constexpr int64_t MR = 4, NR = 16;
-  static void run(const Acc* a, const Acc* b, int64_t kc, Acc* c, int64_t ldc) {
+  static void run(const Acc* a, const Acc* b, int64_t kc, Acc* c, int64_t ldc, bool first) {
     Acc acc[MR][NR];
     for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) acc[i][j] = c[i * ldc + j];
+      for (int64_t j = 0; j < NR; ++j) acc[i][j] = Acc(0);
     for (int64_t k = 0; k < kc; ++k) {
       const Acc* bk = b + k * NR;
       const Acc* ak = a + k * MR;
@@ -47,8 +51,13 @@ struct Micro {
         for (int64_t j = 0; j < NR; ++j) acc[i][j] += ai * bk[j];
       }
     }
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
+    if (first) {
+      for (int64_t i = 0; i < MR; ++i)
+        for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
+    } else {
+      for (int64_t i = 0; i < MR; ++i)
+        for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] += acc[i][j];
+    }
   }
 };
 // The micro-kernel for problems of few rows (at most kFewRows), where the
@@ -128,28 +137,33 @@ struct Task : TaskBuffers<Acc, Acc> {
     }
   }
 
-  // c_acc[row:row+MR, jp:jp+NR] += A panel ip (of the packed m-block) * B panel jp
-  void micro(int64_t ip, int64_t row, int64_t jp, int64_t kc) {
-    Mi::run(a_pack + ip * kc, b_pack + jp * kc, kc, c_acc + row * ldc + jp, ldc);
+  // c_acc[row:row+MR, jp:jp+NR] (= if first, else +=) A panel ip (of the
+  // packed m-block) * B panel jp
+  void micro(int64_t ip, int64_t row, int64_t jp, int64_t kc, bool first) {
+    Mi::run(a_pack + ip * kc, b_pack + jp * kc, kc, c_acc + row * ldc + jp, ldc, first);
   }
 
   void run_block(int64_t batch, int64_t m0, int64_t n0) {
     const Block<T> blk = block_of<T>(p, batch, m0, n0, mt_rows, nt_cols);
     const T *A = blk.a, *B = blk.b;
     const int64_t mt = blk.mt, nc = blk.nc;
-    std::fill(c_acc, c_acc + c_size, Acc(0));
+    static_assert(kGroupK % KC == 0, "whole slices per K group");
+    // The first slice of each K group stores; K = 0 stores zeros (+ bias).
+    if (p.K == 0) std::fill(c_acc, c_acc + c_size, Acc(0));
     for (int64_t k0 = 0; k0 < p.K; k0 += KC) {
       const int64_t kc = std::min(KC, p.K - k0);
+      const bool first = k0 % kGroupK == 0;
       // One packed B slice serves every m-block of the task.
       pack<NR>(B + k0 * p.b.row_stride + n0 * p.b.col_stride, p.b.col_stride, p.b.row_stride, nc, kc, b_pack);
       for (int64_t mb = 0; mb < mt; mb += MC) {
         const int64_t mc = std::min(MC, mt - mb);
         pack<MR>(A + (m0 + mb) * p.a.row_stride + k0 * p.a.col_stride, p.a.row_stride, p.a.col_stride, mc, kc, a_pack);
         for (int64_t ip = 0; ip < mc; ip += MR)
-          for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, mb + ip, jp, kc);
+          for (int64_t jp = 0; jp < nc; jp += NR) micro(ip, mb + ip, jp, kc, first);
       }
+      Buffers::fold_group(k0 + kc, p.K);
     }
-    store_block(p, blk, c_acc, ldc);
+    store_block(p, blk, Buffers::result(), ldc);
   }
 };
 

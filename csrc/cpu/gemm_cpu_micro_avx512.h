@@ -3,7 +3,8 @@
 // accumulators (24 of the 32 zmm registers), two B vectors and one broadcast
 // of A per row and k, i.e. 24 FMAs per 2 loads + 12 broadcasts; 12 x 32 for
 // fp32, 12 x 16 for fp64.  Sums each element over k in the same order as the
-// portable kernel, one FMA per step.  No include guard on purpose.
+// portable kernel, one FMA per step, from zero, then stores the slice's sum
+// into c or adds it there (Micro's contract).  No include guard on purpose.
 
 // One zmm register of Acc: its lane count and the four operations used.
 template <typename Acc>
@@ -16,6 +17,8 @@ struct Zmm<float> {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V splat(float x) { return _mm512_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V zero() { return _mm512_setzero_ps(); }
 };
 template <>
 struct Zmm<double> {
@@ -25,19 +28,18 @@ struct Zmm<double> {
   static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
   static V splat(double x) { return _mm512_set1_pd(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static V zero() { return _mm512_setzero_pd(); }
 };
 
 template <typename Acc, int64_t kRows = 12>
 struct MicroAvx512 {
   using Z = Zmm<Acc>;
   static constexpr int64_t MR = kRows, NR = 2 * Z::kLanes;
-  static void run(const Acc* a, const Acc* b, int64_t kc, Acc* c, int64_t ldc) {
+  static void run(const Acc* a, const Acc* b, int64_t kc, Acc* c, int64_t ldc, bool first) {
     typename Z::V acc[MR][2];
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) {
-      acc[i][0] = Z::load(c + i * ldc);
-      acc[i][1] = Z::load(c + i * ldc + Z::kLanes);
-    }
+    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = Z::zero();
     for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
       const typename Z::V b0 = Z::load(b), b1 = Z::load(b + Z::kLanes);
 #pragma GCC unroll 12
@@ -45,6 +47,13 @@ struct MicroAvx512 {
         const typename Z::V ai = Z::splat(a[i]);
         acc[i][0] = Z::fma(ai, b0, acc[i][0]);
         acc[i][1] = Z::fma(ai, b1, acc[i][1]);
+      }
+    }
+    if (!first) {
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i) {
+        acc[i][0] = Z::add(Z::load(c + i * ldc), acc[i][0]);
+        acc[i][1] = Z::add(Z::load(c + i * ldc + Z::kLanes), acc[i][1]);
       }
     }
 #pragma GCC unroll 12
