@@ -216,3 +216,41 @@ def test_cpu_poisoning_catches_an_unwritten_tile(dtype):
 def test_cpu_poisoned_allocations_are_nan():
     out, poisoned = run_poisoned(lambda: torch.empty(1000), 1000, torch.float32, "cpu")
     assert poisoned and torch.isnan(out).all()
+
+
+# ------------------------------------------------------------------ the benchmarks check what they time
+
+def test_benchmarks_mark_a_wrong_output(monkeypatch):
+    # bench.py's GEMM rows, TiledLinear rows (forward and every gradient),
+    # host-overhead rows and sweep.py's cases check their outputs: ours as
+    # it is passes, a kernel with one wrong element is marked FAIL.
+    import os
+    import sys
+
+    from torch_tiled_gemm import bench
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    import sweep
+
+    monkeypatch.setattr(bench, "paired", lambda ours, theirs, device, rounds=6: (1.0, 1.0, 1.0))
+    monkeypatch.setattr(sweep, "paired", bench.paired)
+    monkeypatch.setattr(bench, "host_us_per_call", lambda fn, device, calls=2000: (fn(), 1.0)[1])
+    good = [bench.gemm_case(64, 48, 80, "fp32", "NT", "cpu"), bench.gemm_case(64, 48, 80, "bf16", "TN", "cpu"),
+            bench.linear_case(96, 64, 48, "bf16", "cpu"), sweep.case(33, 65, 70, "bf16", "cpu", "NT")]
+    good += [bench.overhead_case(kind, "cpu", n=32, calls=2)
+             for kind in ("gemm_call", "linear_call", "linear_fwd_bwd_call")]
+    for c in good:
+        assert c["check"] == "ok", c
+        assert 0 < c["err_over_bound"] <= 1
+    real = torch.ops.tiled.gemm
+
+    def wrong(a, b, bias=None):
+        out = real(a, b, bias)
+        out[..., 3, 4] += 1
+        return out
+
+    monkeypatch.setattr(torch.ops.tiled, "gemm", wrong)
+    for c in [bench.gemm_case(64, 48, 80, "fp32", "NN", "cpu"), sweep.case(33, 65, 70, "bf16", "cpu", "NN"),
+              bench.overhead_case("gemm_call", "cpu", n=32, calls=2)]:
+        assert c["check"] == "FAIL" and "[3, 4]" in c["check_failures"][0], c
+    assert "**FAIL**" in bench.table([c]) and "FAILED" in bench.table([c])
