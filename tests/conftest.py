@@ -99,9 +99,9 @@ def _tf32_in_effect(out, tol, tf32):
     return tol == TF32_TOL or (out.is_cuda and torch.backends.cuda.matmul.allow_tf32)
 
 
-def assert_elementwise(out, a, b, bias=None, tf32=False, mask=None):
+def assert_elementwise(out, a, b, bias=None, tf32=False, mask=None, scales=None):
     """Every element of `out` within gemm_testing.error_bound of a @ b (+ bias)."""
-    res = gemm_testing.check_gemm(out, a, b, bias, tf32=tf32, mask=mask)
+    res = gemm_testing.check_gemm(out, a, b, bias, tf32=tf32, mask=mask, scales=scales)
     assert res.ok, res.message
 
 
@@ -116,7 +116,9 @@ def assert_close_rel(out, ref, dtype, tol=None, tf32=None):
         assert torch.isfinite(out).all(), "output has non-finite elements (unwritten or overflow)"
     operands = getattr(ref, "gemm_operands", None)
     if operands is not None:
-        assert_elementwise(out, *operands, tf32=_tf32_in_effect(out, tol, tf32))
+        if getattr(ref, "gemm_scales", None) is None:  # computed once per reference
+            ref.gemm_scales = gemm_testing.reference_and_scales(*operands)
+        assert_elementwise(out, *operands, tf32=_tf32_in_effect(out, tol, tf32), scales=ref.gemm_scales)
     err = rel_err(out, ref)
     assert err <= tol, f"relative error {err:.3e} > {tol:.1e}"
 
