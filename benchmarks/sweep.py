@@ -8,16 +8,20 @@
   dimensions that are not multiples of 16 bytes).
 * odd shapes: sizes one off a power of two, primes, and tile counts that
   leave the last wave mostly empty (1536x1536, 3000x5000).
-Same paired, interleaved protocol as the main benchmark; writes
+Same paired, interleaved protocol as the main benchmark; every case's
+output (ours, and torch's for comparison) is checked against float64 element
+by element first (torch_tiled_gemm/testing.py): "check": "ok" / "FAIL" in
+the JSON, FAIL on the printed line, exit status 1 if any failed.  Writes
 sweep-<gpu>-<date>-<commit>.json and a two-panel PNG.
 """
 import argparse
 import json
 import os
+import sys
 
 import torch
 
-from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands, paired
+from torch_tiled_gemm.bench import DTYPES as DT, Checks, _slug, env_info, operands, paired
 
 M_VALUES = [1, 2, 3, 4, 8, 16, 17, 31, 32, 64, 100, 128, 255, 256, 512, 777, 1024, 2048, 4096, 8192]
 
@@ -29,11 +33,19 @@ ODD_SHAPES = [(4097, 4097, 4097), (8191, 4096, 4095), (4093, 4099, 4091), (2039,
 def case(M, N, K, dname, device, layout="NN"):
     torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
     a, b = operands(M, N, K, DT[dname], layout, device)  # NT: B column-major, the weight of x @ W.T
+    checks = Checks()
+    err, err_torch = checks.gemm("C", torch.ops.tiled.gemm(a, b), torch.matmul(a, b), a, b, tf32=dname == "tf32")
+    torch.cuda.empty_cache()
     t_ours, t_torch, ratio = paired(lambda: torch.ops.tiled.gemm(a, b), lambda: torch.matmul(a, b), device)
     flops = 2.0 * M * N * K
     return {"M": M, "N": N, "K": K, "dtype": dname, "layout": layout, "ours_tflops": flops / t_ours / 1e9,
             "torch_tflops": flops / t_torch / 1e9, "ratio": ratio,
-            "kernel": torch.ops.tiled.gemm_kernel_name(a, b)}
+            "kernel": torch.ops.tiled.gemm_kernel_name(a, b), "rel_err": err, "torch_rel_err": err_torch,
+            **checks.fields()}
+
+
+def mark(r):
+    return "" if r["check"] == "ok" else "  FAIL: " + "; ".join(r["check_failures"])
 
 
 def plot(base, info, dtype, m_sweep, mis):
@@ -94,16 +106,20 @@ def main():
         json.dump(info, f, indent=1)
     for r in m_sweep:
         print(f"{r['layout']} M={r['M']:5d} N={r['N']:5d}  ours {r['ours_tflops']:7.1f}  torch {r['torch_tflops']:7.1f}  "
-              f"ratio {r['ratio']:.2f}  {r['kernel']}")
+              f"ratio {r['ratio']:.2f}  {r['kernel']}{mark(r)}")
     for r in mis:
-        print(f"{r['dim']}+{r['offset']}  ratio {r['ratio']:.2f}  {r['kernel']}")
+        print(f"{r['dim']}+{r['offset']}  ratio {r['ratio']:.2f}  {r['kernel']}{mark(r)}")
     for r in odd:
         print(f"{r['M']}x{r['N']}x{r['K']}  ours {r['ours_tflops']:7.1f}  torch {r['torch_tflops']:7.1f}  "
-              f"ratio {r['ratio']:.2f}  {r['kernel']}")
+              f"ratio {r['ratio']:.2f}  {r['kernel']}{mark(r)}")
     if m_sweep and mis:  # a partial sweep (--parts) gets no plot
         plot(base, info, args.dtype, m_sweep, mis)
     print(f"wrote {base}.json")
+    failed = sum(r["check"] != "ok" for r in m_sweep + mis + odd)
+    if failed:
+        print(f"{failed} of {len(m_sweep) + len(mis) + len(odd)} cases FAILED the accuracy check", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,5 +1,6 @@
 """Shared helpers: devices, float64 references, tolerances, layouts, poisoning."""
 import contextlib
+import ctypes
 import os
 import shutil
 import subprocess
@@ -8,6 +9,7 @@ import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
+from torch_tiled_gemm import testing as gemm_testing
 
 HAS_CUDA = torch.cuda.is_available()
 DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
@@ -16,7 +18,10 @@ LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 # ||out - ref|| / ||ref|| bounds against a float64 reference (fp32 strict; tf32
 # has its own).  bf16 keeps 8 mantissa bits, fp16 11: the output rounding alone
-# is ~2e-3 / ~3e-4 relative.
+# is ~2e-3 / ~3e-4 relative.  These whole-matrix bounds come on top of the
+# element-wise one (torch_tiled_gemm/testing.py), which is what catches a
+# wrong tile, column or element: assert_close_rel applies it whenever the
+# reference came from reference(a, b, bias).
 REL_TOL = {torch.float32: 2e-5, torch.float64: 1e-13, torch.float16: 2e-3, torch.bfloat16: 1e-2}
 TF32_TOL = 5e-3
 
@@ -68,45 +73,88 @@ def make_operands(M, N, K, dtype, device, layout="NN", batch=None, seed=None):
 
 
 def reference(a, b, bias=None):
+    """float64 a @ b (+ bias).  The operands ride along on the result
+    (`gemm_operands`), so assert_close_rel can bound every element's error
+    by what the operands allow (gemm_testing.error_bound)."""
     out = torch.matmul(a.double(), b.double())
     if bias is not None:
         out = out + bias.double()
+    out.gemm_operands = (a, b, bias)
     return out
 
 
 def rel_err(out, ref):
-    out = out.double()
-    if ref.numel() == 0:
-        return 0.0
-    denom = ref.norm().item()
-    diff = (out - ref).norm().item()
-    return diff / denom if denom > 0 else diff
+    return gemm_testing.relative_error(out, ref)
 
 
-def assert_close_rel(out, ref, dtype, tol=None):
+def _tf32_in_effect(out, tol, tf32):
+    """Whether fp32 `out` may come from tf32 tensor cores: asked for
+    explicitly, implied by the tf32 tolerance, or allowed right now on CUDA
+    (the looser bound: a check inside tf32_mode(True) never fails a correct
+    tf32 kernel)."""
+    if out.dtype != torch.float32:
+        return False
+    if tf32 is not None:
+        return tf32
+    return tol == TF32_TOL or (out.is_cuda and torch.backends.cuda.matmul.allow_tf32)
+
+
+def assert_elementwise(out, a, b, bias=None, tf32=False, mask=None, scales=None):
+    """Every element of `out` within gemm_testing.error_bound of a @ b (+ bias)."""
+    res = gemm_testing.check_gemm(out, a, b, bias, tf32=tf32, mask=mask, scales=scales)
+    assert res.ok, res.message
+
+
+def assert_close_rel(out, ref, dtype, tol=None, tf32=None):
+    """`out` against the float64 `ref`: the whole-matrix relative error within
+    `tol` (REL_TOL[dtype] by default, TF32_TOL for tf32) and, where `ref`
+    came from reference(a, b, bias), every element within its own bound."""
     tol = REL_TOL[dtype] if tol is None else tol
     assert out.shape == ref.shape, (out.shape, ref.shape)
     assert out.dtype == dtype, (out.dtype, dtype)
     if ref.numel():
         assert torch.isfinite(out).all(), "output has non-finite elements (unwritten or overflow)"
+    operands = getattr(ref, "gemm_operands", None)
+    if operands is not None:
+        if getattr(ref, "gemm_scales", None) is None:  # computed once per reference
+            ref.gemm_scales = gemm_testing.reference_and_scales(*operands)
+        assert_elementwise(out, *operands, tf32=_tf32_in_effect(out, tol, tf32), scales=ref.gemm_scales)
     err = rel_err(out, ref)
     assert err <= tol, f"relative error {err:.3e} > {tol:.1e}"
 
 
-def assert_close_bound(out, a, b, bias, dtype, tol=None):
+def assert_close_bound(out, a, b, bias, dtype, tol=None, tf32=None):
     """Error against the float64 reference, relative to |A| |B| + |bias|
     (the scale of a dot product's rounding error) instead of to the result:
     a single long dot product (M = N = 1) can cancel to a small value, where
-    out-relative error says nothing about the kernel."""
+    out-relative error says nothing about the kernel.  Every element is
+    checked against its own bound as well."""
     tol = REL_TOL[dtype] if tol is None else tol
     ref = reference(a, b, bias)
     assert out.shape == ref.shape, (out.shape, ref.shape)
     assert torch.isfinite(out).all(), "output has non-finite elements (unwritten or overflow)"
+    assert_elementwise(out, a, b, bias, tf32=_tf32_in_effect(out, tol, tf32))
     scale = torch.matmul(a.double().abs(), b.double().abs())
     if bias is not None:
         scale = scale + bias.double().abs()
     err = (out.double() - ref).norm().item() / max(scale.norm().item(), 1e-300)
     assert err <= tol, f"error {err:.3e} of |A||B| > {tol:.1e}"
+
+
+def assert_nan_inf_match(out, a, b, bias=None):
+    """NaN and Inf operands: NaN exactly where the float64 reference has NaN,
+    the same infinities where it has infinities, and every finite element
+    within its element-wise bound (the bound of the finite rows and columns,
+    which hold no NaN or Inf)."""
+    ref = reference(a, b, bias)
+    o = out.double()
+    assert torch.equal(torch.isnan(o), torch.isnan(ref)), "NaN pattern differs from the reference's"
+    assert torch.equal(torch.isinf(o), torch.isinf(ref)), "Inf pattern differs from the reference's"
+    inf = torch.isinf(ref)
+    assert torch.equal(o[inf], ref[inf]), "an infinity has the wrong sign"
+    res = gemm_testing.check_gemm(out, a, b, bias, mask=torch.isfinite(ref),
+                                  tf32=_tf32_in_effect(out, None, None))
+    assert res.ok, res.message
 
 
 @contextlib.contextmanager
@@ -133,21 +181,66 @@ def graph_replay(fn, before_replay):
     return out
 
 
+def _cpu_junk_fill_flag():
+    """c10's FLAGS_caffe2_cpu_allocator_do_junk_fill (a ctypes bool): while
+    set, every CPU allocation is filled with 0x7fedbeef, a NaN in fp32 (and
+    in every other 16-bit word of bf16 / fp16; fp64 reads it as 1.7e308).
+    None where libc10 does not export it."""
+    global _JUNK_FLAG
+    if _JUNK_FLAG is False:
+        try:
+            lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libc10.so"))
+            _JUNK_FLAG = ctypes.c_bool.in_dll(lib, "FLAGS_caffe2_cpu_allocator_do_junk_fill")
+        except (OSError, ValueError):
+            _JUNK_FLAG = None
+    return _JUNK_FLAG
+
+
+_JUNK_FLAG = False
+
+
+@contextlib.contextmanager
+def cpu_junk_fill():
+    """Every CPU allocation inside the block starts as junk (NaN in fp32);
+    yields whether that is in effect (checked on a fresh allocation)."""
+    flag = _cpu_junk_fill_flag()
+    if flag is None:
+        yield False
+        return
+    old = flag.value
+    flag.value = True
+    try:
+        probe = torch.empty(64, dtype=torch.float32)
+        yield bool(torch.isnan(probe).all())
+    finally:
+        flag.value = old
+
+
 @contextlib.contextmanager
 def poisoned_outputs(device, numel, dtype):
-    """Fill the allocator's next block with NaN so an element the kernel fails
-    to write shows up as NaN in the output.  On CUDA the caching allocator hands
-    the same block back to the op's next allocation of that size."""
+    """Makes an element the kernel fails to write show up as wrong.  On CUDA:
+    a NaN-filled block freed just before the op, which the caching allocator
+    hands back to the op's next allocation of that size (yields its address;
+    the output is poisoned if it lands there).  On the CPU: c10's junk fill
+    of every allocation inside the block (NaN in fp32 and in every other
+    element of bf16 / fp16, 1.7e308 in fp64: each fails the value checks;
+    yields True when in effect)."""
     if device == "cuda" and numel > 0:
         blob = torch.full((numel,), float("nan"), dtype=dtype, device=device)
         ptr = blob.data_ptr()
         del blob
         yield ptr
+    elif device == "cpu" and numel > 0:
+        with cpu_junk_fill() as on:
+            yield "cpu" if on else None
     else:
         yield None
 
 
 def run_poisoned(fn, out_numel, dtype, device):
-    with poisoned_outputs(device, out_numel, dtype) as ptr:
+    """(fn(), whether its output was poisoned before the op wrote it)."""
+    with poisoned_outputs(device, out_numel, dtype) as token:
         out = fn()
-    return out, (ptr is not None and out.data_ptr() == ptr)
+    if token == "cpu":
+        return out, True
+    return out, (token is not None and out.data_ptr() == token)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conftest import DEVICES, assert_close_rel, make_operands, rand, reference
+from conftest import DEVICES, assert_close_rel, assert_elementwise, make_operands, rand, reference
 
 gemm = torch.ops.tiled.gemm
 
@@ -31,6 +31,11 @@ def test_autocast_backward(device):
     assert a.grad.dtype == torch.float32 and b.grad.dtype == torch.float32
     ref_a = torch.ones(16, 8, dtype=torch.float64, device=device) @ b.detach().double().t()
     assert_close_rel(a.grad, ref_a, torch.float32, tol=1e-2)
+    # computed in bf16 (ones @ b^T), then widened: exact in bf16, each
+    # element within the bf16 bound
+    g = a.grad.to(torch.bfloat16)
+    assert torch.equal(g.float(), a.grad)
+    assert_elementwise(g, torch.ones(16, 8, dtype=torch.bfloat16, device=device), b.detach().to(torch.bfloat16).t())
 
 
 @pytest.mark.parametrize("device", DEVICES)

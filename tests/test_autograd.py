@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conftest import DEVICES, DTYPES, LAYOUTS, assert_close_rel, make_operands, rand
+from conftest import DEVICES, DTYPES, LAYOUTS, assert_close_rel, assert_elementwise, make_operands, rand
 
 gemm = torch.ops.tiled.gemm
 
@@ -34,6 +34,12 @@ def test_grads_match_matmul(device, dtype, layout):
     assert_close_rel(a.grad, a64.grad, dtype, tol)
     assert_close_rel(b.grad, b64.grad, dtype, tol)
     assert_close_rel(bias.grad, bias64.grad, dtype, tol)
+    # element by element: grad_a = grad @ b^T, grad_b = a^T @ grad (the op on
+    # transposed views), grad_bias = the column sums of grad
+    a0, b0 = a.detach(), b.detach()
+    assert_elementwise(a.grad, grad, b0.mT)
+    assert_elementwise(b.grad, a0.mT, grad)
+    assert_elementwise(bias.grad.unsqueeze(0), torch.ones(1, 67, dtype=dtype, device=device), grad)
 
 
 @pytest.mark.parametrize("device", DEVICES)

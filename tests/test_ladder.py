@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (loads torch.ops.tiled)
+from conftest import assert_elementwise
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -63,6 +64,9 @@ def _check(out, a, b, bias=None):
     k = a.shape[-1]
     err = (out.double() - ref).norm() / ref.norm().clamp_min(1e-30)
     assert err.item() < _tol(a.dtype, k), f"relative error {err.item():.3e}"
+    # every element within its own bound (the ladder is strict fp32; the
+    # tf32 bound only where the main op may have run tf32)
+    assert_elementwise(out, a, b, bias, tf32=a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32)
 
 
 def _run(a, b, step):

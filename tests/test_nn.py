@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 import torch_tiled_gemm as ttg
-from conftest import DEVICES
+from conftest import DEVICES, DTYPES, assert_elementwise
 
 
 def make_model(device):
@@ -48,6 +48,25 @@ def test_outputs_and_grads_match_linear(device, dtype):
     torch.testing.assert_close(x2.grad, x.grad)
     torch.testing.assert_close(tl.weight.grad, lin.weight.grad)
     torch.testing.assert_close(tl.bias.grad, lin.bias.grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_outputs_and_grads_elementwise(device, dtype):
+    # Forward and every gradient of TiledLinear within the element-wise
+    # bound of the GEMM each one is: y = x W^T + b, dx = g W, dW = g^T x
+    # (one GEMM over all rows), db = the column sums of g.
+    torch.manual_seed(3)
+    tl = ttg.TiledLinear(96, 40, device=device, dtype=dtype)
+    x = torch.randn(3, 50, 96, device=device).to(dtype).requires_grad_()
+    out = tl(x)
+    g = torch.randn(out.shape, device=device).to(dtype)
+    out.backward(g)
+    x2, g2, w = x.detach().reshape(-1, 96), g.reshape(-1, 40), tl.weight.detach()
+    assert_elementwise(out.reshape(-1, 40), x2, w.t(), tl.bias.detach())
+    assert_elementwise(x.grad.reshape(-1, 96), g2, w)
+    assert_elementwise(tl.weight.grad, g2.t(), x2)
+    assert_elementwise(tl.bias.grad.unsqueeze(0), torch.ones(1, 150, device=device, dtype=dtype), g2)
 
 
 def test_from_linear_shares_parameters():

@@ -7,8 +7,13 @@ On a GPU: the shapes and dtypes of the performance targets, every layout at
 the paired, interleaved protocol (6 rounds; in each, ours and torch once each
 with triton.testing.do_bench medians, L2 flushed, alternating who goes first;
 the ratio is the median of the per-round ratios) so clock drift cancels.
-Inputs are random normal, never zeros.  Accuracy is checked against float64
-for both ours and torch.  Writes <gpu>-<date>-<commit>.json, .md and .png.
+Inputs are random normal, never zeros.  Every output that is timed is
+checked against float64, element by element (torch_tiled_gemm/testing.py's
+bound): the GEMM, TiledLinear's forward and its three gradients, the
+host-overhead rows' outputs; a case whose output fails gets "check": "FAIL"
+in the JSON, FAIL in the table, and the run exits with status 1.  torch's
+errors are measured the same way, for comparison.  Writes
+<gpu>-<date>-<commit>.json, .md and .png.
 
 Without a GPU it runs a small CPU sweep with the same output format.
 """
@@ -26,6 +31,7 @@ import time
 import torch
 
 from . import ops  # noqa: F401
+from . import testing
 from .nn import TiledLinear
 
 GPU_SHAPES = [
@@ -142,6 +148,31 @@ def rel_err(out, ref):
     return ((out.double() - ref).norm() / ref.norm()).item()
 
 
+class Checks:
+    """Element-wise checks of a case's outputs (ours, and torch's for
+    comparison) against float64; `fields()` is what the case records:
+    "check" ("ok" / "FAIL"), the worst |error| / bound of ours and of torch
+    over every output checked, and what failed."""
+
+    def __init__(self):
+        self.ok, self.worst, self.torch_worst, self.failed = True, 0.0, 0.0, []
+
+    def gemm(self, what, ours, theirs, a, b, bias=None, tf32=False):
+        ref, bound = testing.error_bound(a, b, bias, ours.dtype, tf32, ours.device.type)
+        mine = testing.compare(ours, ref, bound, label=f"{what}: ")
+        self.worst = max(self.worst, mine.worst_ratio)
+        if not mine.ok:
+            self.ok = False
+            self.failed.append(mine.message)
+        if theirs is not None:
+            self.torch_worst = max(self.torch_worst, testing.compare(theirs, ref, bound).worst_ratio)
+        return testing.relative_error(ours, ref), (testing.relative_error(theirs, ref) if theirs is not None else 0.0)
+
+    def fields(self):
+        return {"check": "ok" if self.ok else "FAIL", "err_over_bound": self.worst,
+                "torch_err_over_bound": self.torch_worst, "check_failures": self.failed[:4]}
+
+
 def gemm_case(M, N, K, dname, layout, device):
     dtype = DTYPES[dname]
     tf32 = dname == "tf32"
@@ -151,9 +182,9 @@ def gemm_case(M, N, K, dname, layout, device):
         a, b = operands(M, N, K, dtype, layout, device)
         ours = lambda: torch.ops.tiled.gemm(a, b)  # noqa: E731
         theirs = lambda: torch.matmul(a, b)  # noqa: E731
-        ref = a.double() @ b.double()
-        err_ours, err_torch = rel_err(ours(), ref), rel_err(theirs(), ref)
-        del ref
+        checks = Checks()
+        err_ours, err_torch = checks.gemm("C", ours(), theirs(), a, b, tf32=tf32)
+        _free(device)
         t_ours, t_torch, ratio = paired(ours, theirs, device)
         kernel = torch.ops.tiled.gemm_kernel_name(a, b)
     finally:
@@ -163,8 +194,42 @@ def gemm_case(M, N, K, dname, layout, device):
         "op": "gemm", "dtype": dname, "M": M, "N": N, "K": K, "batch": 1, "layout": layout,
         "ours_ms": t_ours, "torch_ms": t_torch,
         "ours_tflops": flops / t_ours / 1e9, "torch_tflops": flops / t_torch / 1e9, "ratio": ratio,
-        "max_rel_err": err_ours, "torch_rel_err": err_torch, "kernel": kernel,
+        "max_rel_err": err_ours, "torch_rel_err": err_torch, "kernel": kernel, **checks.fields(),
     }
+
+
+def _free(device):
+    if device == "cuda":
+        torch.cuda.empty_cache()
+
+
+def linear_checks(mod, ref_mod, x, g, tf32=False):
+    """One forward + backward of `mod` (and of `ref_mod`, torch's) on x with
+    grad_output g, each output checked as the GEMM it is: y = x W^T + b,
+    dx = g W, dW = g^T x, db = the column sums of g.  Returns (Checks,
+    forward and gradient relative errors of ours and torch's)."""
+    outs = []
+    for m in (mod, ref_mod):
+        xi = x.detach().clone().requires_grad_()
+        for p in m.parameters():
+            p.grad = None
+        y = m(xi)
+        y.backward(g)
+        outs.append((y.detach(), xi.grad, m.weight.grad.clone(), None if m.bias is None else m.bias.grad.clone()))
+        for p in m.parameters():
+            p.grad = None
+    (y, dx, dw, db), (ty, tdx, tdw, tdb) = outs
+    x2, g2 = x.detach().reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+    w = mod.weight.detach()
+    bias = None if mod.bias is None else mod.bias.detach()
+    checks = Checks()
+    fwd = checks.gemm("y", y.reshape(-1, y.shape[-1]), ty.reshape(-1, ty.shape[-1]), x2, w.t(), bias, tf32)
+    grads = [checks.gemm("dx", dx.reshape(-1, dx.shape[-1]), tdx.reshape(-1, tdx.shape[-1]), g2, w, None, tf32),
+             checks.gemm("dW", dw, tdw, g2.t(), x2, None, tf32)]
+    if db is not None:
+        ones = torch.ones(1, g2.shape[0], device=g2.device, dtype=g2.dtype)
+        grads.append(checks.gemm("db", db.unsqueeze(0), tdb.unsqueeze(0), ones, g2, None, False))
+    return checks, fwd, (max(e[0] for e in grads), max(e[1] for e in grads))
 
 
 def linear_case(tokens, fin, fout, dname, device):
@@ -183,17 +248,17 @@ def linear_case(tokens, fin, fout, dname, device):
             mod(x).backward(g)
         return run
 
+    # the forward output and all three gradients the timed step produces
+    checks, (err, err_torch), (gerr, gerr_torch) = linear_checks(ours_mod, ref_mod, x, g)
+    _free(device)
     t_ours, t_torch, ratio = paired(step(ours_mod), step(ref_mod), device)
-    with torch.no_grad():
-        ref = x.double() @ ref_mod.weight.double().t() + ref_mod.bias.double()
-        err = rel_err(ours_mod(x), ref)
-        err_torch = rel_err(ref_mod(x), ref)
     flops = 3 * 2.0 * tokens * fin * fout
     return {
         "op": "linear_fwd_bwd", "dtype": dname, "M": tokens, "N": fout, "K": fin, "batch": 1, "layout": "NT",
         "ours_ms": t_ours, "torch_ms": t_torch,
         "ours_tflops": flops / t_ours / 1e9, "torch_tflops": flops / t_torch / 1e9, "ratio": ratio,
-        "max_rel_err": err, "torch_rel_err": err_torch, "kernel": "TiledLinear",
+        "max_rel_err": err, "torch_rel_err": err_torch, "grad_rel_err": gerr, "torch_grad_rel_err": gerr_torch,
+        "kernel": "TiledLinear", **checks.fields(),
     }
 
 
@@ -228,7 +293,36 @@ def overhead_case(kind, device, n=64, calls=2000):
     else:
         ours, theirs = (lambda: tl(x).sum().backward()), (lambda: lin(x).sum().backward())
 
-    rounds = [(host_us_per_call(ours, device, calls), host_us_per_call(theirs, device, calls)) for _ in range(3)]
+    # what the timed calls compute, checked (the backward rows: the forward
+    # and its gradients for a grad_output of ones, what .sum().backward() gives)
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # the rows time strict fp32 (the setting they run under)
+    try:
+        if kind == "gemm_call":
+            checks = Checks()
+            err, err_torch = checks.gemm("C", ours(), theirs(), x, b)
+        elif kind == "linear_call":
+            checks = Checks()
+            with torch.no_grad():
+                err, err_torch = checks.gemm("y", tl(x), lin(x), x, lin.weight.t(), lin.bias)
+        else:
+            checks, (err, err_torch), _ = linear_checks(tl, lin, x, torch.ones(n, n, device=device))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    x.grad = None
+    for p in lin.parameters():
+        p.grad = None
+
+    # three rounds, alternating which goes first
+    rounds = []
+    for r in range(3):
+        if r % 2 == 0:
+            o = host_us_per_call(ours, device, calls)
+            t = host_us_per_call(theirs, device, calls)
+        else:
+            t = host_us_per_call(theirs, device, calls)
+            o = host_us_per_call(ours, device, calls)
+        rounds.append((o, t))
     t_ours = statistics.median(r[0] for r in rounds)
     t_theirs = statistics.median(r[1] for r in rounds)
     flops = 2.0 * n * n * n * (3 if kind == "linear_fwd_bwd_call" else 1)
@@ -237,7 +331,7 @@ def overhead_case(kind, device, n=64, calls=2000):
         "ours_ms": t_ours / 1e3, "torch_ms": t_theirs / 1e3, "ours_us_per_call": t_ours, "torch_us_per_call": t_theirs,
         "ours_tflops": flops / t_ours / 1e6, "torch_tflops": flops / t_theirs / 1e6,
         "ratio": statistics.median(r[1] / r[0] for r in rounds),
-        "max_rel_err": 0.0, "torch_rel_err": 0.0, "kernel": "per-call host overhead",
+        "max_rel_err": err, "torch_rel_err": err_torch, "kernel": "per-call host overhead", **checks.fields(),
     }
 
 
@@ -262,12 +356,20 @@ def plan(device, quick):
 
 def table(cases):
     head = (f"| op | dtype | M×N×K | layout | ours TFLOP/s | torch TFLOP/s | ratio | rel err ours | rel err torch "
-            f"| kernel |\n|---|---|---|---|---:|---:|---:|---:|---:|---|")
+            f"| err/bound ours | err/bound torch | check | kernel |\n"
+            f"|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     rows = [head]
     for c in cases:
+        check = c.get("check", "")
         rows.append(f"| {c['op']} | {c['dtype']} | {c['M']}×{c['N']}×{c['K']} | {c['layout']} | "
                     f"{c['ours_tflops']:.4g} | {c['torch_tflops']:.4g} | {c['ratio']:.3f} | "
-                    f"{c['max_rel_err']:.1e} | {c['torch_rel_err']:.1e} | {c['kernel']} |")
+                    f"{c['max_rel_err']:.1e} | {c['torch_rel_err']:.1e} | {c.get('err_over_bound', 0):.2f} | "
+                    f"{c.get('torch_err_over_bound', 0):.2f} | {'**FAIL**' if check == 'FAIL' else check} | "
+                    f"{c['kernel']} |")
+    failed = [c for c in cases if c.get("check") == "FAIL"]
+    if failed:
+        rows.append(f"\n**{len(failed)} of {len(cases)} cases FAILED the accuracy check** (err/bound > 1 or "
+                    f"non-finite; see check_failures in the JSON)")
     return "\n".join(rows)
 
 
@@ -344,7 +446,15 @@ def main(argv=None):
     print(md)
     geo = math.exp(statistics.mean(math.log(c["ratio"]) for c in results))
     print(f"geometric-mean ratio over {len(results)} cases: {geo:.3f}\nwrote {base}.json/.md/.png")
+    failed = [c for c in results if c.get("check") == "FAIL"]
+    for c in failed:
+        print(f"FAIL {c['op']} {c['dtype']} {c['M']}x{c['N']}x{c['K']} {c['layout']} {c['kernel']}: "
+              + "; ".join(c["check_failures"]), file=sys.stderr)
+    if failed:
+        print(f"{len(failed)} of {len(results)} cases FAILED the accuracy check", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
