@@ -26,23 +26,13 @@ PLAN = {"cpu": dict(cases=1500, max_dim=3000, max_flops=2e7, max_elems=5e5, grad
         "cuda": dict(cases=2000, max_dim=3000, max_flops=2e9, max_elems=None, grad_every=4)}
 
 
-# Issue 32's zero-size backward (a 3-D a and a 2-D b with K = 0, or an N of
-# 0 on some paths: "cannot reshape tensor of 0 elements into shape [-1, 0]")
-# is fixed in csrc/ops.cpp by another change; until it is in, cases that
-# fail only that way make the test xfail instead of fail.
-KNOWN = "cannot reshape tensor of 0 elements"
-
-
 @pytest.mark.parametrize("device", DEVICES)
 def test_fuzz(device):
     plan = PLAN[device]
     n, failures = fuzz.fuzz(plan["cases"], SEED, device, plan["max_dim"], plan["grad_every"],
                             max_flops=plan["max_flops"], max_elems=plan["max_elems"])
-    unknown = [f for f in failures if not all(KNOWN in r for r in f["reasons"])]
-    report = "\n".join(f"{f['what']}\n    " + "\n    ".join(f["reasons"]) for f in (unknown or failures)[:10])
-    assert not unknown, f"{len(unknown)} of {n} cases failed:\n{report}"
-    if failures:
-        pytest.xfail(f"{len(failures)} of {n} cases hit the known zero-size backward error:\n{report}")
+    report = "\n".join(f"{f['what']}\n    " + "\n    ".join(f["reasons"]) for f in failures[:10])
+    assert not failures, f"{len(failures)} of {n} cases failed:\n{report}"
 
 
 def test_generator_reaches_every_kind():
