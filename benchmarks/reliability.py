@@ -72,7 +72,7 @@ def sanitizer(out_dir, tools):
         run(["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", sys.executable,
              "benchmarks/sanitize_cases.py"], log, env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, timeout=1800)
         text = open(log).read()
-        m = re.findall(r"ERROR SUMMARY: (\d+) error", text)
+        m = re.findall(r"ERROR SUMMARY: (\d+) error", text) or re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
         done = "sanitize cases done, 0 numerical failures" in text
         counts[tool] = int(m[-1]) if m and done else -1
         print(f"sanitizer {tool}: {counts[tool]}", flush=True)

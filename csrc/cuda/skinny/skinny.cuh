@@ -124,7 +124,22 @@ struct SwizzledTile {
         bytes = min(col_end - col, 8) * 2;
         src = base + static_cast<int64_t>(row) * ld + col;
       }
-      cp_async16(dst + offset(r, ch), src, bytes, hint, policy);
+      if (bytes == 16) {
+        cp_async16(dst + offset(r, ch), src, 16, hint, policy);
+      } else {
+        // An edge chunk: only its elements inside the matrix are read, by
+        // plain loads, the rest zero (a 16-byte cp.async of a chunk that
+        // ends inside a small allocation reads past it, whatever its
+        // src-size: compute-sanitizer's memcheck flagged a 1x1 operand).
+        const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src);
+        uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (2 * e < bytes) w[e / 2] |= static_cast<uint32_t>(s16[e]) << (16 * (e % 2));
+        const uint32_t d = dst + offset(r, ch);
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(d), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+                     : "memory");
+      }
     }
   }
 };
