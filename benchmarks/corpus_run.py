@@ -67,11 +67,14 @@ def _spread(n, k, device):
     return torch.linspace(0, n - 1, k, device=device).round().long().unique()
 
 
-def check_error(out, a, b):
-    """Relative error of out = a @ b against float64 on a spread sample of
-    batches, rows and columns (every tile row and column for M, N <= 32 K
-    at 1024 samples; all of out where it is small)."""
-    bench = _bench()
+def check_error(out, a, b, tf32=False):
+    """(relative error, element-wise check) of out = a @ b against float64
+    on a spread sample of batches, rows and columns (every tile row and
+    column for M, N <= 32 K at 1024 samples; all of out where it is small).
+    The check is torch_tiled_gemm.testing's per-element bound, as in the
+    benchmark; the relative error is reported beside it."""
+    from torch_tiled_gemm import testing
+
     K = a.shape[-1]
     lim = max(16, min(CHECK_ROWS, CHECK_ELEMS // max(K, 1)))
     rows, cols = _spread(a.shape[-2], lim, a.device), _spread(b.shape[-1], lim, a.device)
@@ -83,9 +86,9 @@ def check_error(out, a, b):
         a, out = a[..., rows, :], out[..., rows, :]
     if cols is not None:
         b, out = b[..., cols], out[..., cols]
-    ref = torch.matmul(a.double(), b.double())
-    err = bench.rel_err(out, ref)
-    return err if math.isfinite(err) else float("inf")
+    ref, bound = testing.error_bound(a, b, None, out.dtype, tf32, out.device.type)
+    err = testing.relative_error(out, ref)
+    return (err if math.isfinite(err) else float("inf")), testing.compare(out, ref, bound)
 
 
 def tolerance(dname, K):
@@ -108,8 +111,9 @@ def run_case(entry, dname, device="cuda", rounds=6):
         a, b = bench.operands(entry["M"], entry["N"], entry["K"], dtype, entry["layout"], device, entry["batch"])
         ours = lambda: torch.ops.tiled.gemm(a, b)  # noqa: E731
         theirs = lambda: torch.matmul(a, b)  # noqa: E731
-        err = check_error(ours(), a, b)
-        err_torch = check_error(theirs(), a, b)
+        tf32 = dname == "tf32"
+        err, check = check_error(ours(), a, b, tf32)
+        err_torch, _ = check_error(theirs(), a, b, tf32)
         kernel = torch.ops.tiled.gemm_kernel_name(a, b)
         t_ours, t_torch, ratio = bench.paired(ours, theirs, device, rounds=rounds)
     finally:
@@ -122,7 +126,8 @@ def run_case(entry, dname, device="cuda", rounds=6):
         "ours_tflops": flop / t_ours / 1e9, "torch_tflops": flop / t_torch / 1e9,
         "set": entry["set"], "model": entry["model"], "models": entry["models"], "part": entry["part"],
         "layer": entry["layer"], "id": entry["id"], "gflop": entry["gflop"], "kernel": kernel,
-        "rel_err": err, "torch_rel_err": err_torch, "tol": tol, "check": "ok" if err <= tol else "FAIL",
+        "rel_err": err, "torch_rel_err": err_torch, "tol": tol, "err_over_bound": check.worst_ratio,
+        "check": "ok" if check.ok and err <= tol else "FAIL",
     }
 
 

@@ -195,15 +195,19 @@ def test_check_error_catches_a_wrong_tile():
 
     a, b = operands(300, 200, 64, torch.float32, "NT", "cpu")
     out = torch.ops.tiled.gemm(a, b)
-    assert R.check_error(out, a, b) < 1e-5
+    err, check = R.check_error(out, a, b)
+    assert err < 1e-5 and check.ok
     out[128:192, 64:128] += 1.0  # one 64 x 64 tile off
-    assert R.check_error(out, a, b) > 1e-3
+    err, check = R.check_error(out, a, b)
+    assert err > 1e-3 and not check.ok
     # sampled rows and columns: a large output, a tile off in its middle
     a, b = operands(4096, 4096, 16, torch.float32, "NN", "cpu")
     out = torch.ops.tiled.gemm(a, b)
-    assert R.check_error(out, a, b) < 1e-5
+    err, check = R.check_error(out, a, b)
+    assert err < 1e-5 and check.ok
     out[2048:2112, 1024:1088] = 0
-    assert R.check_error(out, a, b) > 1e-4
+    err, check = R.check_error(out, a, b)
+    assert err > 1e-4 and not check.ok
 
 
 def test_cli_cpu(tmp_path):
