@@ -1,21 +1,30 @@
 """Benchmark: tiled.gemm and TiledLinear against torch.matmul / nn.Linear.
 
-    python -m torch_tiled_gemm.bench [--quick] [--out benchmarks/results]
+    python -m torch_tiled_gemm.bench [--quick] [--out DIR]
 
 On a GPU: the shapes and dtypes of the performance targets, every layout at
 4096^3, and nn.Linear forward+backward at LLM shapes.  Each case is timed with
 the paired, interleaved protocol (6 rounds; in each, ours and torch once each
-with triton.testing.do_bench medians, L2 flushed, alternating who goes first;
-the ratio is the median of the per-round ratios) so clock drift cancels.
+with triton.testing.do_bench(warmup=5, rep=25) medians, L2 flushed,
+alternating who goes first; the ratio is the median of the per-round ratios)
+so clock drift cancels.  Without a GPU it runs a small CPU sweep with the
+same structure: 6 rounds, each side timed per round by
+torch.utils.benchmark.Timer.blocked_autorange (median of blocks over at least
+0.2 s), alternating who goes first.  The per-call rows (tiny eager calls)
+report microseconds per call: wall time over a loop of 2000 calls after 50
+warm-up calls, 3 alternating rounds, medians.
+
 Inputs are random normal, never zeros.  Every output that is timed is
 checked against float64, element by element (torch_tiled_gemm/testing.py's
 bound): the GEMM, TiledLinear's forward and its three gradients, the
-host-overhead rows' outputs; a case whose output fails gets "check": "FAIL"
+per-call rows' outputs; a case whose output fails gets "check": "FAIL"
 in the JSON, FAIL in the table, and the run exits with status 1.  torch's
-errors are measured the same way, for comparison.  Writes
-<gpu>-<date>-<commit>.json, .md and .png.
+errors are measured the same way, for comparison.
 
-Without a GPU it runs a small CPU sweep with the same output format.
+Writes <gpu>-<date>-<time>-<commit>.json and .md (and .png when matplotlib
+is installed) to --out, by default ./tiled_gemm_results/ (or
+~/.cache/torch_tiled_gemm/results when the current directory is inside the
+package's own checkout).  A run never replaces an earlier run's files.
 """
 import argparse
 import datetime
@@ -46,36 +55,50 @@ LINEAR_SHAPES = [(4096, 4096, 4096), (4096, 4096, 14336), (4096, 14336, 4096), (
 
 
 class Progress:
+    """A tqdm bar on stderr when tqdm is installed, else one line per case."""
+
     def __init__(self, total):
         self.total, self.done, self.t0 = total, 0, time.time()
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self.bar = None
+        else:
+            self.bar = tqdm(total=total, unit="case", file=sys.stderr, dynamic_ncols=True)
 
     def step(self, label):
         self.done += 1
-        width = 30
-        filled = int(width * self.done / self.total)
+        if self.bar is not None:
+            self.bar.set_postfix_str(label)
+            self.bar.update(1)
+            if self.done == self.total:
+                self.bar.close()
+            return
         elapsed = time.time() - self.t0
         eta = elapsed / self.done * (self.total - self.done)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                         f"{elapsed:5.0f}s eta {eta:4.0f}s  {label[:48]:<48}")
-        sys.stderr.flush()
-        if self.done == self.total:
-            sys.stderr.write("\n")
+        print(f"[{self.done}/{self.total}] {elapsed:.0f}s, eta {eta:.0f}s: {label}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------
 # timing
 
-def _cpu_time_ms(fn, reps=5):
-    fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+ROUNDS = 6  # paired rounds per case (GPU and CPU)
+GPU_WARMUP, GPU_REP = 5, 25  # do_bench's warm-up and measuring time, ms
+CPU_MIN_RUN_S = 0.2  # blocked_autorange's minimum measuring time per side and round
+CALLS, CALL_ROUNDS = 2000, 3  # per-call rows: calls per loop, alternating rounds
 
 
-def time_ms(fn, device, warmup=5, rep=25):
+def _cpu_time_ms(fn, min_run_time=CPU_MIN_RUN_S):
+    """Median per-call time of blocks of calls (torch.utils.benchmark picks
+    the block size so that a block outlasts timer resolution) over at least
+    `min_run_time` seconds."""
+    from torch.utils import benchmark
+
+    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=min_run_time).median * 1e3
+
+
+def time_ms(fn, device, warmup=GPU_WARMUP, rep=GPU_REP):
     if device == "cuda":
         from triton.testing import do_bench
 
@@ -83,7 +106,20 @@ def time_ms(fn, device, warmup=5, rep=25):
     return _cpu_time_ms(fn)
 
 
-def paired(ours, theirs, device, rounds=6):
+def protocol(device):
+    """The timing protocol this run uses, in words (the header of the .md)."""
+    if device == "cuda":
+        each = f"triton.testing.do_bench(warmup={GPU_WARMUP}, rep={GPU_REP}) median, L2 flushed"
+    else:
+        each = (f"torch.utils.benchmark.Timer.blocked_autorange(min_run_time={CPU_MIN_RUN_S}) median, "
+                f"{torch.get_num_threads()} threads")
+    return (f"GEMM and linear rows: paired interleaved, {ROUNDS} rounds, each side per round {each}, "
+            f"alternating who goes first; ratio = median of per-round (torch time / ours), higher = ours faster. "
+            f"Per-call rows: µs per call, wall time over {CALLS} calls after 50 warm-up calls, one sync at "
+            f"the end, {CALL_ROUNDS} alternating rounds, medians.")
+
+
+def paired(ours, theirs, device, rounds=ROUNDS):
     """Median times of both and the median of per-round ratios theirs/ours."""
     t_ours, t_theirs, ratios = [], [], []
     for r in range(rounds):
@@ -121,7 +157,7 @@ def env_info(device):
         "commit": commit,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "device": device,
-        "protocol": "paired interleaved, 6 rounds, do_bench(warmup=5, rep=25) median, ratio = median(torch/ours)",
+        "protocol": protocol(device),
     }
 
 
@@ -262,7 +298,7 @@ def linear_case(tokens, fin, fout, dname, device):
     }
 
 
-def host_us_per_call(fn, device, calls=2000):
+def host_us_per_call(fn, device, calls=CALLS):
     """Wall time per call over a loop of `calls` (after 50 warm-up calls),
     one sync at the end: the host cost of a call whose GPU work is shorter."""
     for _ in range(50):
@@ -277,7 +313,7 @@ def host_us_per_call(fn, device, calls=2000):
     return (time.perf_counter() - t) / calls * 1e6
 
 
-def overhead_case(kind, device, n=64, calls=2000):
+def overhead_case(kind, device, n=64, calls=CALLS):
     """Per-call host cost of tiny eager calls (decode-style M): wall time per
     call over a loop of `calls`, one sync at the end; the GPU work is a few
     microseconds, so this measures dispatch, checks, autograd and launch."""
@@ -313,9 +349,9 @@ def overhead_case(kind, device, n=64, calls=2000):
     for p in lin.parameters():
         p.grad = None
 
-    # three rounds, alternating which goes first
+    # CALL_ROUNDS rounds, alternating which goes first
     rounds = []
-    for r in range(3):
+    for r in range(CALL_ROUNDS):
         if r % 2 == 0:
             o = host_us_per_call(ours, device, calls)
             t = host_us_per_call(theirs, device, calls)
@@ -325,11 +361,9 @@ def overhead_case(kind, device, n=64, calls=2000):
         rounds.append((o, t))
     t_ours = statistics.median(r[0] for r in rounds)
     t_theirs = statistics.median(r[1] for r in rounds)
-    flops = 2.0 * n * n * n * (3 if kind == "linear_fwd_bwd_call" else 1)
     return {
         "op": kind, "dtype": "fp32", "M": n, "N": n, "K": n, "batch": 1, "layout": "NN",
         "ours_ms": t_ours / 1e3, "torch_ms": t_theirs / 1e3, "ours_us_per_call": t_ours, "torch_us_per_call": t_theirs,
-        "ours_tflops": flops / t_ours / 1e6, "torch_tflops": flops / t_theirs / 1e6,
         "ratio": statistics.median(r[1] / r[0] for r in rounds),
         "max_rel_err": err, "torch_rel_err": err_torch, "kernel": "per-call host overhead", **checks.fields(),
     }
@@ -354,15 +388,22 @@ def plan(device, quick):
 # ---------------------------------------------------------------------------
 # output
 
+def _speed(c, side):
+    """The table's speed cell: µs per call for the per-call rows, else TFLOP/s."""
+    if c["op"].endswith("_call"):
+        return f"{c[side + '_us_per_call']:.1f} µs/call"
+    return f"{c[side + '_tflops']:.4g} TFLOP/s"
+
+
 def table(cases):
-    head = (f"| op | dtype | M×N×K | layout | ours TFLOP/s | torch TFLOP/s | ratio | rel err ours | rel err torch "
-            f"| err/bound ours | err/bound torch | check | kernel |\n"
-            f"|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    head = ("| op | dtype | M×N×K | layout | ours | torch | ratio torch/ours | rel err ours | rel err torch "
+            "| err/bound ours | err/bound torch | check | kernel |\n"
+            "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     rows = [head]
     for c in cases:
         check = c.get("check", "")
         rows.append(f"| {c['op']} | {c['dtype']} | {c['M']}×{c['N']}×{c['K']} | {c['layout']} | "
-                    f"{c['ours_tflops']:.4g} | {c['torch_tflops']:.4g} | {c['ratio']:.3f} | "
+                    f"{_speed(c, 'ours')} | {_speed(c, 'torch')} | {c['ratio']:.3f} | "
                     f"{c['max_rel_err']:.1e} | {c['torch_rel_err']:.1e} | {c.get('err_over_bound', 0):.2f} | "
                     f"{c.get('torch_err_over_bound', 0):.2f} | {'**FAIL**' if check == 'FAIL' else check} | "
                     f"{c['kernel']} |")
@@ -373,48 +414,152 @@ def table(cases):
     return "\n".join(rows)
 
 
-def plot(cases, path, title):
+DTYPE_COLORS = {"fp32": "tab:blue", "tf32": "tab:cyan", "fp16": "tab:orange", "bf16": "tab:red", "fp64": "tab:gray"}
+OP_ORDER = ["gemm", "linear_fwd_bwd", "gemm_call", "linear_call", "linear_fwd_bwd_call"]
+RATIO_LABEL = "torch time / ours (higher = ours faster)"
+
+
+def case_label(c):
+    return f"{c['op']} {c['dtype']} {c['M']}×{c['N']}×{c['K']} {c['layout']}"
+
+
+def plot_order(cases):
+    """Cases grouped by dtype (DTYPE_COLORS' order), then op, shape, layout."""
+    dt = list(DTYPE_COLORS)
+
+    def key(c):
+        return (dt.index(c["dtype"]) if c["dtype"] in dt else len(dt), c["dtype"],
+                OP_ORDER.index(c["op"]) if c["op"] in OP_ORDER else len(OP_ORDER), c["op"],
+                c["M"], c["N"], c["K"], c["layout"])
+    return sorted(cases, key=key)
+
+
+def figure(cases, title, worst=3):
+    """The ratio plot: one horizontal bar per case, grouped by dtype then
+    shape, a line at 1.0, the `worst` lowest ratios called out."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullLocator
 
-    labels = [f"{c['op'][:6]} {c['dtype']} {c['M']}x{c['N']}x{c['K']} {c['layout']}" for c in cases]
-    ratios = [c["ratio"] for c in cases]
-    colors = {"fp32": "tab:blue", "tf32": "tab:cyan", "fp16": "tab:orange", "bf16": "tab:red", "fp64": "tab:gray"}
-    fig, ax = plt.subplots(figsize=(max(8, 0.32 * len(cases)), 6))
-    ax.bar(range(len(cases)), ratios, color=[colors.get(c["dtype"], "k") for c in cases])
-    ax.axhline(1.0, color="k", lw=1)
-    ax.set_xticks(range(len(cases)))
-    ax.set_xticklabels(labels, rotation=90, fontsize=7)
-    ax.set_ylabel("speed ratio ours / torch (paired, median)")
-    ax.set_yscale("log", base=2)
+    ordered = plot_order(cases)
+    labels, seen = [], {}
+    for c in ordered:  # unique labels (a repeated case gets " #2", ...)
+        lab = case_label(c)
+        seen[lab] = seen.get(lab, 0) + 1
+        labels.append(lab if seen[lab] == 1 else f"{lab} #{seen[lab]}")
+    # y positions: top to bottom, a gap between dtype groups
+    ys, y, prev = [], 0.0, None
+    for c in ordered:
+        if prev is not None and c["dtype"] != prev:
+            y += 0.8
+        ys.append(-y)
+        y += 1
+        prev = c["dtype"]
+    ratios = [c["ratio"] for c in ordered]
+    fig, ax = plt.subplots(figsize=(10, 1.5 + 0.24 * max(len(ordered), 4)))
+    ax.barh(ys, ratios, height=0.8, color=[DTYPE_COLORS.get(c["dtype"], "k") for c in ordered])
+    ax.set_xscale("log", base=2)
+    lo, hi = min(ratios + [1.0]), max(ratios + [1.0])
+    ax.set_xlim(lo / 1.6, hi * 1.9)
+    candidates = [1 / 16, 1 / 8, 1 / 4, 1 / 2, 0.75, 1, 1.25, 1.5, 2, 3, 4, 8, 16]
+    ticks = [t for t in candidates if lo / 1.6 <= t <= hi * 1.9]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([f"{t:g}×" for t in ticks])
+    ax.grid(axis="x", color="0.85", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.axvline(1.0, color="k", lw=1.2)
+    ax.set_xlabel(RATIO_LABEL)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_ylim(min(ys) - 0.8, 0.8)
+    for yy, c in zip(ys, ordered):
+        text = f"{c['ratio']:.2f}×" + ("  FAIL" if c.get("check") == "FAIL" else "")
+        ax.text(c["ratio"] * 1.03, yy, text, va="center", fontsize=6,
+                color="crimson" if c.get("check") == "FAIL" else "0.2")
+    order = sorted(range(len(ordered)), key=lambda i: ordered[i]["ratio"])[:worst]
+    for rank, i in enumerate(order, 1):
+        ax.annotate(f"worst #{rank}: {ordered[i]['ratio']:.2f}×", xy=(ordered[i]["ratio"], ys[i]),
+                    xytext=(ordered[i]["ratio"] * 1.35, ys[i]), va="center", fontsize=7, color="crimson",
+                    fontweight="bold", arrowprops=dict(arrowstyle="->", color="crimson", lw=0.8))
+    present = [d for d in DTYPE_COLORS if any(c["dtype"] == d for c in ordered)]
+    present += sorted({c["dtype"] for c in ordered} - set(present))
+    handles = [plt.Rectangle((0, 0), 1, 1, color=DTYPE_COLORS.get(d, "k")) for d in present]
+    ax.legend(handles, present, fontsize=8, loc="lower right", title="dtype", title_fontsize=8)
     ax.set_title(title, fontsize=9)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=v) for v in colors.values()]
-    ax.legend(handles, colors.keys(), fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def plot(cases, path, title):
+    fig = figure(cases, title)
+    import matplotlib.pyplot as plt
+
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def _checkout_root():
+    """The folder of the checkout this package sits in (its git top level),
+    or the package's parent folder when it is not in a git checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        return subprocess.check_output(["git", "rev-parse", "--show-toplevel"], text=True, cwd=here,
+                                       stderr=subprocess.DEVNULL).strip()
+    except Exception:
+        return os.path.dirname(here)
+
+
+def default_out():
+    """./tiled_gemm_results, unless the current directory is inside the
+    package's own checkout: then ~/.cache/torch_tiled_gemm/results (a run
+    writes nothing into the source tree unless --out says so)."""
+    cwd, root = os.path.realpath(os.getcwd()), os.path.realpath(_checkout_root())
+    if cwd == root or cwd.startswith(root + os.sep):
+        return os.path.join(os.path.expanduser("~"), ".cache", "torch_tiled_gemm", "results")
+    return os.path.join(cwd, "tiled_gemm_results")
+
+
+def unique_base(folder, stem, exts=(".json", ".md", ".png")):
+    """folder/stem, or folder/stem-2, -3, ... : the first whose files do not
+    exist yet (an earlier run's files are never replaced)."""
+    base, n = os.path.join(folder, stem), 1
+    while any(os.path.exists(base + e) for e in exts):
+        n += 1
+        base = os.path.join(folder, f"{stem}-{n}")
+    return base
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=os.path.join("benchmarks", "results"))
+    p.add_argument("--out", default=None, help="folder for the result files (default: ./tiled_gemm_results, "
+                   "or ~/.cache/torch_tiled_gemm/results inside the package's checkout)")
     p.add_argument("--quick", action="store_true", help="fewer shapes")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--tag", default="", help="suffix for the result files (e.g. a variant's name)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads (torch.set_num_threads); default: torch's default")
     args = p.parse_args(argv)
     device = args.device
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = args.out or default_out()
     torch.manual_seed(0)
     cases_plan = plan(device, args.quick)
     info = env_info(device)
-    bar = Progress(len(cases_plan))
     results = []
-    os.makedirs(args.out, exist_ok=True)
-    stem = f"{_slug(info['gpu'])}-{info['date'][:10]}-{info['commit']}" + (f"-{args.tag}" if args.tag else "")
+    os.makedirs(out, exist_ok=True)
+    stamp = info["date"][:10] + "-" + info["date"][11:19].replace(":", "")
+    stem = f"{_slug(info['gpu'])}-{stamp}-{info['commit']}" + (f"-{args.tag}" if args.tag else "")
     info["tag"] = args.tag
     info["env"] = {k: v for k, v in os.environ.items() if k.startswith("TILED_")}
-    base = os.path.join(args.out, stem)
+    base = unique_base(out, stem)
+    # claim the name at once (a run started in the same second picks the next one)
+    open(base + ".json", "x").close()
+    print(f"results go to {base}.json/.md", file=sys.stderr)
+    bar = Progress(len(cases_plan))
 
     def write():
         info["cases"] = results
@@ -439,13 +584,20 @@ def main(argv=None):
         if device == "cuda":
             torch.cuda.empty_cache()
     md = write()
+    written = [base + ".json", base + ".md"]
+    geo = math.exp(statistics.mean(math.log(c["ratio"]) for c in results))
     try:
-        plot(results, base + ".png", f"{info['gpu']}  torch {info['torch']}  {info['commit']}")
+        plot(results, base + ".png", f"{info['gpu']}  torch {info['torch']}  {info['commit']}  "
+             f"{info['date']}  geometric-mean ratio {geo:.3f}")
     except ImportError:
         print("matplotlib not installed: no plot", file=sys.stderr)
+    except Exception as e:  # the numbers are written; a plotting failure does not lose them
+        print(f"plot failed ({type(e).__name__}: {e}): no plot", file=sys.stderr)
+    if os.path.exists(base + ".png"):
+        written.append(base + ".png")
     print(md)
-    geo = math.exp(statistics.mean(math.log(c["ratio"]) for c in results))
-    print(f"geometric-mean ratio over {len(results)} cases: {geo:.3f}\nwrote {base}.json/.md/.png")
+    print(f"geometric-mean ratio over {len(results)} cases: {geo:.3f}")
+    print("wrote " + ", ".join(written))
     failed = [c for c in results if c.get("check") == "FAIL"]
     for c in failed:
         print(f"FAIL {c['op']} {c['dtype']} {c['M']}x{c['N']}x{c['K']} {c['layout']} {c['kernel']}: "
