@@ -430,7 +430,7 @@ def plot_order(cases):
     def key(c):
         return (dt.index(c["dtype"]) if c["dtype"] in dt else len(dt), c["dtype"],
                 OP_ORDER.index(c["op"]) if c["op"] in OP_ORDER else len(OP_ORDER), c["op"],
-                c["M"], c["N"], c["K"], c["layout"])
+                c["M"] * c["N"] * c["K"], c["M"], c["N"], c["K"], c["layout"])
     return sorted(cases, key=key)
 
 
@@ -459,15 +459,24 @@ def figure(cases, title, worst=3):
         prev = c["dtype"]
     ratios = [c["ratio"] for c in ordered]
     fig, ax = plt.subplots(figsize=(10, 1.5 + 0.24 * max(len(ordered), 4)))
-    ax.barh(ys, ratios, height=0.8, color=[DTYPE_COLORS.get(c["dtype"], "k") for c in ordered])
+    # bars start at 1.0: to the right when ours is faster, to the left when slower
+    ax.barh(ys, [r - 1.0 for r in ratios], left=1.0, height=0.8,
+            color=[DTYPE_COLORS.get(c["dtype"], "k") for c in ordered])
     ax.set_xscale("log", base=2)
     lo, hi = min(ratios + [1.0]), max(ratios + [1.0])
-    ax.set_xlim(lo / 1.6, hi * 1.9)
-    candidates = [1 / 16, 1 / 8, 1 / 4, 1 / 2, 0.75, 1, 1.25, 1.5, 2, 3, 4, 8, 16]
-    ticks = [t for t in candidates if lo / 1.6 <= t <= hi * 1.9]
+    left, right = lo / (10 if lo < 1 else 2), hi * 3.5  # room for the value labels
+    ax.set_xlim(left, right)
+    if right / left <= 12:
+        candidates = [0.25, 0.33, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4]
+    else:
+        candidates = [2.0 ** e for e in range(-20, 21)]
+    ticks = [t for t in candidates if left <= t <= right]
+    if len(ticks) > 10:  # every k-th power of 2, 1.0 kept
+        k = math.ceil(len(ticks) / 10)
+        ticks = [t for t in ticks if round(math.log2(t)) % k == 0]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([f"{t:g}×" for t in ticks])
+    ax.set_xticklabels([f"{t:g}×" if t >= 0.25 else f"1/{1 / t:g}×" for t in ticks], fontsize=8)
     ax.grid(axis="x", color="0.85", lw=0.6)
     ax.set_axisbelow(True)
     ax.axvline(1.0, color="k", lw=1.2)
@@ -475,15 +484,18 @@ def figure(cases, title, worst=3):
     ax.set_yticks(ys)
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_ylim(min(ys) - 0.8, 0.8)
-    for yy, c in zip(ys, ordered):
-        text = f"{c['ratio']:.2f}×" + ("  FAIL" if c.get("check") == "FAIL" else "")
-        ax.text(c["ratio"] * 1.03, yy, text, va="center", fontsize=6,
-                color="crimson" if c.get("check") == "FAIL" else "0.2")
-    order = sorted(range(len(ordered)), key=lambda i: ordered[i]["ratio"])[:worst]
-    for rank, i in enumerate(order, 1):
-        ax.annotate(f"worst #{rank}: {ordered[i]['ratio']:.2f}×", xy=(ordered[i]["ratio"], ys[i]),
-                    xytext=(ordered[i]["ratio"] * 1.35, ys[i]), va="center", fontsize=7, color="crimson",
-                    fontweight="bold", arrowprops=dict(arrowstyle="->", color="crimson", lw=0.8))
+    rank = {i: n for n, i in enumerate(sorted(range(len(ordered)), key=lambda i: ratios[i])[:worst], 1)}
+    for i, (yy, c) in enumerate(zip(ys, ordered)):
+        text = f"{c['ratio']:.2f}×"
+        if i in rank:
+            text = f"worst #{rank[i]}: {text}"
+        if c.get("check") == "FAIL":
+            text += " FAIL"
+        faster = c["ratio"] >= 1
+        ax.text(c["ratio"] * (1.04 if faster else 1 / 1.04), yy, text, va="center",
+                ha="left" if faster else "right", fontsize=7 if i in rank else 6,
+                fontweight="bold" if i in rank else "normal",
+                color="crimson" if i in rank or c.get("check") == "FAIL" else "0.2")
     present = [d for d in DTYPE_COLORS if any(c["dtype"] == d for c in ordered)]
     present += sorted({c["dtype"] for c in ordered} - set(present))
     handles = [plt.Rectangle((0, 0), 1, 1, color=DTYPE_COLORS.get(d, "k")) for d in present]
