@@ -568,10 +568,8 @@ def main(argv=None):
     info["tag"] = args.tag
     info["env"] = {k: v for k, v in os.environ.items() if k.startswith("TILED_")}
     base = unique_base(out, stem)
-    # claim the name at once (a run started in the same second picks the next one)
-    open(base + ".json", "x").close()
+    open(base + ".json", "x").close()  # the name is claimed at once: a run started in the same second takes -2
     print(f"results go to {base}.json/.md", file=sys.stderr)
-    bar = Progress(len(cases_plan))
 
     def write():
         info["cases"] = results
@@ -583,6 +581,8 @@ def main(argv=None):
             f.write(md)
         return md
 
+    write()  # the header and protocol before the first case
+    bar = Progress(len(cases_plan))
     for kind, shape, dname, layout in cases_plan:
         label = f"{kind} {dname} {'x'.join(map(str, shape))} {layout}"
         if kind == "gemm":
