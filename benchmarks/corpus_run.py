@@ -201,31 +201,6 @@ def _order(entries):
     return sorted(entries, key=lambda e: (_seed(e["id"]), e["id"]))
 
 
-class _Bar:
-    """tqdm where installed, else a line per case on stderr."""
-
-    def __init__(self, total, desc):
-        try:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=desc, file=sys.stderr)
-        except ImportError:
-            self.bar = None
-        self.total, self.done, self.t0 = total, 0, time.time()
-
-    def step(self, text):
-        self.done += 1
-        if self.bar is not None:
-            self.bar.set_postfix_str(text)
-            self.bar.update(1)
-        else:
-            print(f"[{self.done}/{self.total} {time.time() - self.t0:5.0f}s] {text}", file=sys.stderr, flush=True)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
 def select(args):
     parts = args.parts.split(",") if args.parts else None
     models = args.models.split(",") if args.models else None
@@ -287,7 +262,7 @@ def main(argv=None):
                 json.dump(info, f, indent=1)
             os.replace(path + ".tmp", path)
 
-        bar = _Bar(len(entries), f"corpus {dname}")
+        bar = _bench().Progress(len(entries), f"corpus {dname}")
         for e in entries:
             elapsed = time.time() - t0
             if args.time_budget and elapsed + (statistics.mean(durations) if durations else 0) > args.time_budget:

@@ -57,14 +57,20 @@ LINEAR_SHAPES = [(4096, 4096, 4096), (4096, 4096, 14336), (4096, 14336, 4096), (
 class Progress:
     """A tqdm bar on stderr when tqdm is installed, else one line per case."""
 
-    def __init__(self, total):
+    def __init__(self, total, desc=None):
         self.total, self.done, self.t0 = total, 0, time.time()
         try:
             from tqdm import tqdm
         except ImportError:
             self.bar = None
         else:
-            self.bar = tqdm(total=total, unit="case", file=sys.stderr, dynamic_ncols=True)
+            self.bar = tqdm(total=total, desc=desc, unit="case", file=sys.stderr, dynamic_ncols=True)
+
+    def close(self):
+        """Ends the bar (also before the last case: a run stopped early)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
     def step(self, label):
         self.done += 1
@@ -72,7 +78,7 @@ class Progress:
             self.bar.set_postfix_str(label)
             self.bar.update(1)
             if self.done == self.total:
-                self.bar.close()
+                self.close()
             return
         elapsed = time.time() - self.t0
         eta = elapsed / self.done * (self.total - self.done)
