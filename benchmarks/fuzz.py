@@ -15,11 +15,8 @@ random normal, positive or row-scaled values.  The case fails when
 * an element of ours is out of its bound (torch_tiled_gemm/testing.py),
   or non-finite where the float64 reference is finite;
 * ours is more than 4x torch's error on the same inputs (norms of the
-  errors over the bound's, + 0.1), except in tf32 on CUDA: there the
-  tensor-core kernel truncates one operand to tf32 where cuBLAS rounds both
-  (docs/hopper.md, round 23), so on all-positive data its error is up to
-  ~25x cuBLAS's while within the bound; such cases are counted apart
-  ("tf32_over_cublas"), not as failures;
+  errors over the bound's, + 0.1), tf32 included (both operands rounded
+  to nearest, as cuBLAS's);
 * a second run does not give the same bits;
 * (every grad-every'th case) a gradient of ours fails the same tests.
 
@@ -49,7 +46,6 @@ DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp64": torch.float64, "
 _ours = None
 TORCH_FACTOR = 4.0  # ours' error may be this many times torch's ...
 TORCH_FLOOR = 0.1  # ... plus this, both as ||error|| / ||bound||
-KNOWN_TF32 = "tf32 over cuBLAS: "  # the reason's prefix for the tf32 exception above
 
 
 # ---------------------------------------------------------------- the generator
@@ -174,10 +170,9 @@ def norm_ratio(out, ref, bound):
     return num / den
 
 
-def judge(ours, theirs, ref, bound, label, tf32=False):
+def judge(ours, theirs, ref, bound, label):
     """Failure reasons (empty: passed) of `ours` against the reference, its
-    bound and torch's output `theirs` (tf32: over 4x torch's error is a
-    KNOWN_TF32 reason)."""
+    bound and torch's output `theirs`."""
     reasons = []
     res = T.compare(ours, ref, bound, label=label)
     if not res.ok:
@@ -185,7 +180,7 @@ def judge(ours, theirs, ref, bound, label, tf32=False):
     if theirs is not None and ref.numel():
         e_ours, e_torch = norm_ratio(ours, ref, bound), norm_ratio(theirs, ref, bound)
         if e_ours > TORCH_FACTOR * e_torch + TORCH_FLOOR:
-            reasons.append(f"{KNOWN_TF32 if tf32 else ''}{label}error {e_ours:.3g} of the bound's norm > "
+            reasons.append(f"{label}error {e_ours:.3g} of the bound's norm > "
                            f"{TORCH_FACTOR} x torch's {e_torch:.3g} + {TORCH_FLOOR}")
     return reasons
 
@@ -227,7 +222,7 @@ def grad_checks(case, a, b, bias, device, tf32):
         ref, bound = summed_bound(g, b0.transpose(-1, -2), dtype, tf32, device, 0)
     else:
         ref, bound = T.error_bound(g, b0.transpose(-1, -2), None, dtype, tf32, device)
-    reasons += judge(grads[0], tgrads[0], ref, bound, "grad_a: ", tf32)
+    reasons += judge(grads[0], tgrads[0], ref, bound, "grad_a: ")
     # grad_b = a^T @ g: one GEMM over every row when a is 3-D and b 2-D
     if a0.dim() == 3 and b0.dim() == 2:
         ref, bound = T.error_bound(a0.flatten(0, 1).t(), g.flatten(0, 1), None, dtype, tf32,
@@ -236,7 +231,7 @@ def grad_checks(case, a, b, bias, device, tf32):
         ref, bound = T.error_bound(a0.t(), g, None, dtype, tf32, device)
     else:
         ref, bound = T.error_bound(a0.transpose(-1, -2), g, None, dtype, tf32, device)
-    reasons += judge(grads[1], tgrads[1], ref, bound, "grad_b: ", tf32)
+    reasons += judge(grads[1], tgrads[1], ref, bound, "grad_b: ")
     if bias is not None:
         rows = g.flatten(0, -2) if g.dim() == 3 else g
         ones = torch.ones(1, rows.shape[0], dtype=dtype, device=device)
@@ -260,10 +255,10 @@ def run_case(case, device, grads=False):
             return [f"raised: {str(e).splitlines()[0]}"]
         theirs = torch_reference_op(a, b, bias)
         ref, bound = T.error_bound(a, b, bias, ours.dtype, tf32, device)
-        reasons = judge(ours, theirs, ref, bound, "", tf32)
+        reasons = judge(ours, theirs, ref, bound, "")
         if ours.numel() and not torch.equal(_bits(ours), _bits(again)):
             reasons.append("a second run gave other bits")
-        if grads and all(r.startswith(KNOWN_TF32) for r in reasons):
+        if grads and not reasons:
             try:
                 reasons += grad_checks(case, a, b, bias, device, tf32)
             except RuntimeError as e:
@@ -288,22 +283,15 @@ def describe(case):
             f"a[{lay(case['a'])}] b[{lay(case['b'])}]{' +bias' if case['bias'] else ''} {case['values']}")
 
 
-def fuzz(cases, seed, device, max_dim, grad_every, max_flops=None, progress=None, max_elems=None, known=None):
-    """Runs `cases` cases; returns (count, failures as dicts).  Cases whose
-    only reasons are KNOWN_TF32 ones go to the list `known` (when given)
-    instead of the failures."""
+def fuzz(cases, seed, device, max_dim, grad_every, max_flops=None, progress=None, max_elems=None):
+    """Runs `cases` cases; returns (count, failures as dicts)."""
     rng = random.Random(seed)
     failures = []
     for i in range(cases):
         case = draw_case(rng, device, max_dim, max_flops, index=i, max_elems=max_elems)
         reasons = run_case(case, device, grads=grad_every > 0 and i % grad_every == 0)
         if reasons:
-            entry = {"case": case, "what": describe(case), "reasons": reasons}
-            if all(r.startswith(KNOWN_TF32) for r in reasons):
-                if known is not None:
-                    known.append(entry)
-            else:
-                failures.append(entry)
+            failures.append({"case": case, "what": describe(case), "reasons": reasons})
         if progress:
             progress(i + 1, len(failures), case)
     return cases, failures
@@ -338,14 +326,13 @@ def main():
                              f"eta {(args.cases - done) / max(rate, 1e-9):.0f}s   ")
             sys.stderr.flush()
 
-    known = []
     n, failures = fuzz(args.cases, args.seed, args.device, args.max_dim, args.grad_every, max_flops, progress,
-                       max_elems, known)
+                       max_elems)
     sys.stderr.write("\n")
-    result = {"cases": n, "failed": len(failures), "tf32_over_cublas": len(known), "seed": args.seed,
+    result = {"cases": n, "failed": len(failures), "seed": args.seed,
               "device": args.device,
               "gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
-              "seconds": round(time.time() - t0, 1), "failures": failures[:50], "tf32_over_cublas_cases": known[:20]}
+              "seconds": round(time.time() - t0, 1), "failures": failures[:50]}
     for f in failures[:20]:
         print(f["what"], "\n   ", "\n    ".join(f["reasons"]))
     print(f"{n} cases, {len(failures)} failed, {len(known)} tf32 over 4x cuBLAS's error ({result['seconds']} s)")

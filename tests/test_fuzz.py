@@ -29,9 +29,8 @@ PLAN = {"cpu": dict(cases=1500, max_dim=3000, max_flops=2e7, max_elems=5e5, grad
 @pytest.mark.parametrize("device", DEVICES)
 def test_fuzz(device):
     plan = PLAN[device]
-    known = []  # tf32 within its bound but over 4x cuBLAS's error (fuzz.KNOWN_TF32)
     n, failures = fuzz.fuzz(plan["cases"], SEED, device, plan["max_dim"], plan["grad_every"],
-                            max_flops=plan["max_flops"], max_elems=plan["max_elems"], known=known)
+                            max_flops=plan["max_flops"], max_elems=plan["max_elems"])
     report = "\n".join(f"{f['what']}\n    " + "\n    ".join(f["reasons"]) for f in failures[:10])
     assert not failures, f"{len(failures)} of {n} cases failed:\n{report}"
 

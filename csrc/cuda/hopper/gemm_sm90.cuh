@@ -119,14 +119,11 @@ struct Sm90Config {
   static constexpr int kBN = kBN_;
   static constexpr bool kAMN = kAMN_;  // A is M-major (column-major A, "T")
   static constexpr bool kBMN = kBMN_;  // B is N-major (row-major B, "N")
-  // tf32, cooperative: each consumer thread loads its A fragments from
-  // shared memory into registers (wgmma's register-A form) and rounds them
-  // to tf32 there (cvt.rna; wgmma would truncate); B stays K-major and is
-  // read by wgmma from shared memory as TMA wrote it, truncated.  (An
-  // M-major A has no other way in: wgmma takes tf32 only K-major from
-  // shared memory.  Rounding B in shared memory as well cost 35-50% at
-  // 4096^3 on an H100: docs/hopper.md, "tf32 rounding".)
-  static constexpr bool kARegs = sizeof(T) == 4 && !kPingPong_ && !kSplitK_;
+  // tf32 with an M-major A: each consumer thread loads its A fragments from
+  // shared memory into registers (wgmma's register-A form; wgmma takes tf32
+  // only K-major from shared memory), B stays K-major.  Both operands arrive
+  // already rounded to tf32: their tensor maps are TFLOAT32 (tma_dtype).
+  static constexpr bool kARegs = kAMN && sizeof(T) == 4;
   // Kernels that can store C^T's tiles transposed (KernelArgs::c_trans):
   // every tf32 cooperative whole-tile config (the register-A kernels for the
   // caller's NN, the shared-memory ones for a small-M NT run swapped), and
@@ -505,37 +502,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // stage, issues its wgmmas, keeps one k-block's group in flight and hands
     // the stage before it back to the producer.  Returns the last stage used
     // (released by finish_mainloop once its wgmmas are done).
-    // Register A (tf32): this thread's four A elements of a k8 step (ptx.cuh's
-    // WgmmaRegsTf32: rows 16 warp + g (+8), columns t (+4), g = lane / 4,
-    // t = lane % 4) in the warpgroup's 64-row slab, 128B-swizzled (a 16-byte
-    // unit's index XORed with its 128-byte row's index mod 8).
-    //   M-major A: two 4 KB chunks of 32 rows of M x 32 rows of K; element
-    //   (m, k) at (m / 32) * 4 KB + k * 128 + (((m % 32) / 4 ^ k % 8) * 16)
-    //   + (m % 4) * 4; k step ks adds ks * 1 KB.  (A 32-bit load of a warp
-    //   hits 16 chunks over 8 positions: 2-way bank conflicts.)
-    //   K-major A: 64 rows of 128 bytes; element (m, k) at m * 128 +
-    //   ((k / 4 ^ m % 8) * 16) + (k % 4) * 4; k step ks flips bits 5-6 of
-    //   the offset (k / 4 = 2 ks + k % 8 / 4), i.e. XORs ks << 5.  (A warp's
-    //   load covers 8 rows x 4 words in 32 banks: no conflict.)
+    // Register A (tf32, M-major A): this thread's four A elements of a k8
+    // step (ptx.cuh's WgmmaRegsTf32: rows 16 warp + g (+8), columns t (+4),
+    // g = lane / 4, t = lane % 4) in the warpgroup's 64-row slab, which is
+    // two 4 KB chunks of 32 rows of M x 32 rows of K, 128B-swizzled: element
+    // (m, k) sits at (m / 32) * 4 KB + k * 128 + (((m % 32) / 4 ^ k % 8) * 16)
+    // + (m % 4) * 4.  Offsets of a[0..3] for k step 0; step ks adds ks * 1 KB.
+    // (A 32-bit load of a warp hits 16 chunks over 8 positions: 2-way
+    // bank conflicts, 2 wavefronts.)
     uint32_t a_frag_off[4] = {0, 0, 0, 0};
     if constexpr (Cfg::kARegs) {
       const uint32_t g = lane / 4, t = lane % 4;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const uint32_t hi = i & 1, kh = i >> 1;  // row + 8, column + 4
-        if constexpr (Cfg::kAMN) {
-          const uint32_t k = t + 4 * kh;
-          const uint32_t chunk = 4 * (warp & 1) + 2 * hi + g / 4;
-          a_frag_off[i] = (warp >> 1) * 4096 + k * 128 + ((chunk ^ k) << 4) + (g % 4) * 4;
-        } else {
-          const uint32_t m = 16 * warp + g + 8 * hi;
-          a_frag_off[i] = m * 128 + ((kh ^ g) << 4) + t * 4;
-        }
+        const uint32_t k = t + 4 * kh;
+        const uint32_t chunk = 4 * (warp & 1) + 2 * hi + g / 4;
+        a_frag_off[i] = (warp >> 1) * 4096 + k * 128 + ((chunk ^ k) << 4) + (g % 4) * 4;
       }
     }
-    auto a_frag_addr = [&](uint32_t sa, int i, int ks) {
-      return Cfg::kAMN ? sa + a_frag_off[i] + ks * 1024 : sa + (a_frag_off[i] ^ (static_cast<uint32_t>(ks) << 5));
-    };
     auto mainloop = [&](int kb_from, int kb_to) {
       int prev_stage = 0;
       if constexpr (Cfg::kARegs) {
@@ -552,7 +537,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
             uint32_t(&f)[4] = frag[ks & 1];
 #pragma unroll
-            for (int i = 0; i < 4; ++i) f[i] = tf32_round(ld_shared_b32(a_frag_addr(sa, i, ks)));
+            for (int i = 0; i < 4; ++i) f[i] = ld_shared_b32(sa + a_frag_off[i] + ks * 1024);
             wgmma_fence();
             WgmmaRegsTf32<kBN>::run(acc[0], f, make_smem_desc_sw128(sb + ks * 32, 16, 1024),
                                     (kb > kb_from || ks > 0) ? 1 : 0);
@@ -1098,11 +1083,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
 // ------------------------------------------------------------------ host side
 
+// fp32 operands load as TFLOAT32: TMA rounds each value to tf32 to nearest
+// (ties to even, the 13 low bits cleared; measured on an H100, docs/hopper.md
+// round 24) on its way into shared memory, as cuBLAS's tf32 rounds both
+// operands; wgmma itself would truncate.  The rounding costs nothing
+// measurable.  C's map (the epilogue's stores) stays FLOAT32: every bit kept.
 template <class T>
-constexpr CUtensorMapDataType tma_dtype() {
+constexpr CUtensorMapDataType tma_dtype(bool operand) {
   return std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
          : std::is_same<T, __half>::value      ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;  // read as tf32 by wgmma
+         : operand                             ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32
+                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
 // Builds both tensor maps and launches one instantiation.  hopper_can_run has
@@ -1116,7 +1107,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   const bool b_batched = p.batch > 1 && p.b.batch_stride != 0;
 
   OperandMapSpec sa{};
-  sa.dtype = tma_dtype<T>();
+  sa.dtype = tma_dtype<T>(true);
   sa.elem_bytes = es;
   sa.ptr = p.a.ptr;
   sa.batch = a_batched ? static_cast<uint64_t>(p.batch) : 1;
@@ -1129,7 +1120,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     sa.box_inner = Cfg::kMNBox, sa.box_outer = Cfg::kBK;
   }
   OperandMapSpec sb{};
-  sb.dtype = tma_dtype<T>();
+  sb.dtype = tma_dtype<T>(true);
   sb.elem_bytes = es;
   sb.ptr = p.b.ptr;
   sb.batch = b_batched ? static_cast<uint64_t>(p.batch) : 1;
@@ -1195,7 +1186,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   if (Cfg::kTmaEpilogue && (c.c_trans || Cfg::kWholeCBoxes) && !checked_only &&
       !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
     OperandMapSpec sc{};
-    sc.dtype = tma_dtype<T>();
+    sc.dtype = tma_dtype<T>(false);
     sc.elem_bytes = es;
     sc.ptr = p.c;
     sc.batch = p.batch > 1 ? static_cast<uint64_t>(p.batch) : 1;

@@ -196,16 +196,6 @@ __device__ __forceinline__ uint32_t ld_shared_b32(uint32_t addr) {
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
   return v;
 }
-// fp32 bits rounded to tf32 (10 mantissa bits), to nearest, ties away from
-// zero (cvt.rna), the 13 low bits cleared.  wgmma reads a tf32 operand's top
-// 19 bits and ignores the rest, which truncates: rounding first removes the
-// truncation's bias (products drift towards zero by half a tf32 ulp on
-// average), about halving the error of a long sum.
-__device__ __forceinline__ uint32_t tf32_round(uint32_t x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "r"(x));
-  return r;
-}
 // One arrival on the mbarrier at the same offset as `bar` in cluster CTA `rank`.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(
