@@ -130,6 +130,7 @@ setup(
     version="0.1.0",
     description="Hand-written tiled GEMM as a PyTorch custom operator (CPU + CUDA, autograd, torch.compile)",
     packages=["torch_tiled_gemm"],
+    package_data={"torch_tiled_gemm": ["tables/*.tsv"]},
     ext_modules=[ext],
     cmdclass={"build_ext": BuildExt},
     options={"bdist_wheel": {"py_limited_api": "cp39"}},

@@ -1,4 +1,4 @@
-"""Times the corpus of model GEMMs (benchmarks/corpus.py) against torch.matmul.
+"""Times the corpus of model GEMMs (torch_tiled_gemm/corpus.py) against torch.matmul.
 
     python benchmarks/corpus_run.py --dtype bf16 [--set all|tuned|heldout] [--rounds 6]
         [--limit N] [--min-gflop X] [--parts fwd,dX,dW,attn,lora,generic] [--models NAME,...]
@@ -39,7 +39,7 @@ for _p in (HERE, ROOT):
 
 import torch  # noqa: E402
 
-from corpus import PARTS, SETS, corpus  # noqa: E402
+from torch_tiled_gemm.corpus import PARTS, SETS, corpus  # noqa: E402
 
 # Relative error bounds against float64 (||out - ref|| / ||ref||), for K up
 # to TOL_K; past it the bound grows as sqrt(K / TOL_K): a dot product's

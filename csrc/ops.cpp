@@ -25,6 +25,11 @@ at::Tensor gemm_ladder_cpu(const at::Tensor& a, const at::Tensor& b, int64_t ste
   TILED_CHECK(false, "tiled.gemm_ladder: the kernel ladder runs on CUDA tensors only, got ", a.device());
 }
 
+std::vector<std::string> gemm_tuning_cpu(const at::Tensor& a, const at::Tensor& b) {
+  check_gemm_args(a, b, std::nullopt, "tiled.gemm_tuning");
+  return {"cpu", "-"};
+}
+
 std::string gemm_kernel_name_cpu(const at::Tensor& a, const at::Tensor& b) {
   const cuda::EnvSnapshot env;
   check_gemm_args(a, b, std::nullopt, "tiled.gemm_kernel_name");
@@ -204,12 +209,16 @@ TORCH_LIBRARY(tiled, m) {
   m.def("linear(Tensor x, Tensor weight, Tensor? bias=None) -> Tensor");
   m.def("gemm_ladder(Tensor a, Tensor b, int step) -> Tensor");
   m.def("gemm_kernel_name(Tensor a, Tensor b) -> str");
+  // The dispatch class of a @ b, then the settings the tuner times for it
+  // (torch_tiled_gemm/tune.py); the CPU has one kernel: ["cpu", "-"].
+  m.def("gemm_tuning(Tensor a, Tensor b) -> str[]");
 }
 
 TORCH_LIBRARY_IMPL(tiled, CPU, m) {
   m.impl("gemm", &gemm_cpu);
   m.impl("gemm_ladder", &gemm_ladder_cpu);
   m.impl("gemm_kernel_name", &gemm_kernel_name_cpu);
+  m.impl("gemm_tuning", &gemm_tuning_cpu);
 }
 
 // linear's backend kernel is the same for every device: reshape + gemm.

@@ -1,4 +1,4 @@
-"""The corpus of model GEMMs (benchmarks/corpus.py): its structure, its
+"""The corpus of model GEMMs (torch_tiled_gemm/corpus.py): its structure, its
 held-out split, and the runner's per-case function on the CPU."""
 import json
 import math
@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "benchmarks")
 sys.path.insert(0, BENCH)
 
-import corpus as C  # noqa: E402
+from torch_tiled_gemm import corpus as C  # noqa: E402
 import corpus_run as R  # noqa: E402
 
 ALL = C.corpus()
@@ -141,9 +141,9 @@ def test_sets_partition_and_filters():
 
 def test_split_deterministic():
     """The same split in a fresh interpreter with another hash seed."""
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import corpus; "
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from torch_tiled_gemm import corpus; "
             "print(json.dumps([(e['id'], e['set'], e['part']) for e in corpus.corpus()]))")
-    out = subprocess.run([sys.executable, "-c", code, BENCH], capture_output=True, text=True, check=True,
+    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "12345"}).stdout
     assert [tuple(x) for x in json.loads(out)] == [(e["id"], e["set"], e["part"]) for e in ALL]
 

@@ -2,6 +2,8 @@
 // itself is in dispatch.cu, which owns the kernel choice.
 #include "autotune.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -31,14 +33,13 @@ Cache& cache() {
   return *c;
 }
 
-// Loads `path` into the cache if it is not the file loaded last (mu held).
-void load_locked(Cache& c, const char* path) {
-  if (c.path == path) return;
-  c.path = path;
-  c.entries.clear();
+// The lines of the file at `path` that parse, key -> setting (a later line
+// for the same key wins); empty when the file cannot be read.
+std::map<std::string, Settings> read_entries(const char* path) {
+  std::map<std::string, Settings> entries;
   // C stdio, not iostreams: see error_message.h on streams in this library.
   std::FILE* f = std::fopen(path, "r");
-  if (!f) return;
+  if (!f) return entries;
   std::string line;
   char buf[1024];
   while (std::fgets(buf, sizeof(buf), f)) {
@@ -54,9 +55,36 @@ void load_locked(Cache& c, const char* path) {
     const size_t t1 = text.find('\t');
     const size_t t2 = t1 == std::string::npos ? t1 : text.find('\t', t1 + 1);
     if (t1 == std::string::npos || t2 == std::string::npos || t1 == 0) continue;
-    c.entries[text.substr(0, t1)] = parse_settings(text.substr(t1 + 1, t2 - t1 - 1));
+    entries[text.substr(0, t1)] = parse_settings(text.substr(t1 + 1, t2 - t1 - 1));
   }
   std::fclose(f);
+  return entries;
+}
+
+// Loads `path` into the cache if it is not the file loaded last (mu held).
+void load_locked(Cache& c, const char* path) {
+  if (c.path == path) return;
+  c.path = path;
+  c.entries = read_entries(path);
+}
+
+// The folder of the shared library this code is in ("" if unknown).
+std::string library_dir() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<const void*>(&library_dir), &info) == 0 || info.dli_fname == nullptr) return "";
+  const std::string so(info.dli_fname);
+  const size_t slash = so.rfind('/');
+  return slash == std::string::npos ? "" : so.substr(0, slash);
+}
+
+// The shipped tables, per GPU name, each read once.
+struct Tables {
+  std::mutex mu;
+  std::map<std::string, std::map<std::string, Settings>> by_gpu;
+};
+Tables& tables() {
+  static Tables* t = new Tables;  // never destroyed: used until exit
+  return *t;
 }
 
 }  // namespace
@@ -151,6 +179,35 @@ Settings store(const char* path, const std::string& key, const Settings& s, doub
     std::fclose(f);
   }
   return s;
+}
+
+std::string table_path(const char* gpu_name) {
+  std::string slug;
+  for (const char* ch = gpu_name; *ch; ++ch) {
+    const bool alnum = (*ch >= '0' && *ch <= '9') || (*ch >= 'a' && *ch <= 'z') || (*ch >= 'A' && *ch <= 'Z');
+    if (alnum)
+      slug += *ch;
+    else if (!slug.empty() && slug.back() != '-')
+      slug += '-';
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  return library_dir() + "/tables/" + slug + ".tsv";
+}
+
+bool table_lookup(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
+  Tables& t = tables();
+  const std::map<std::string, Settings>* entries = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.by_gpu.find(dev.name);
+    if (it == t.by_gpu.end()) it = t.by_gpu.emplace(dev.name, read_entries(table_path(dev.name).c_str())).first;
+    entries = &it->second;  // never changes once read (std::map nodes are stable)
+  }
+  if (entries->empty()) return false;
+  const auto e = entries->find(class_key(p, dev));
+  if (e == entries->end()) return false;
+  *out = e->second;
+  return true;
 }
 
 }  // namespace autotune

@@ -16,6 +16,14 @@
 // File format: one line per class, "<key>\t<settings>\t<microseconds>";
 // '#' starts a comment; for a key seen twice the last line wins; lines that
 // do not parse are ignored.  Torch-free, host only.
+//
+// The dispatch table: the same format, measured offline on the corpus of
+// model GEMMs by `python -m torch_tiled_gemm.tune` (its third column says
+// what the entry gained there) and shipped in the package as
+// torch_tiled_gemm/tables/<GPU name with non-alphanumerics as '-'>.tsv, next
+// to the extension's shared library.  A class with an entry runs its setting;
+// a class without one runs the families' rules (dispatch.cu, hopper.cu).  A
+// user's autotuning cache, where on, comes first.
 #pragma once
 #include <string>
 #include <vector>
@@ -47,6 +55,13 @@ bool lookup(const char* path, const std::string& key, Settings* out);
 // already has one (another thread tuned it first); returns the class's
 // setting.
 Settings store(const char* path, const std::string& key, const Settings& s, double microseconds);
+
+// The shipped table's setting for `p`'s class on `dev` (the table for the
+// GPU's name, loaded on first use); false where it has none.
+bool table_lookup(const GemmProblem& p, const DeviceInfo& dev, Settings* out);
+
+// The table file for a GPU name, e.g. ".../torch_tiled_gemm/tables/NVIDIA-H100-80GB-HBM3.tsv".
+std::string table_path(const char* gpu_name);
 
 }  // namespace autotune
 }  // namespace cuda

@@ -276,18 +276,35 @@ bool stored_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) 
   return path && autotune::lookup(path, autotune::class_key(p, dev), out);
 }
 
+// The shipped dispatch table's setting of p's class (autotune.h); false
+// where it has none, where TILED_DISABLE_KERNELS names "table" (the rules
+// alone), and where a family's switch (TILED_SM90_*, TILED_SKINNY_*) is set
+// by hand: that is obeyed as the rules read it.
+bool table_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
+  if (disabled("table") || any_setting_with_prefix("TILED_SM90_") || any_setting_with_prefix("TILED_SKINNY_"))
+    return false;
+  return autotune::table_lookup(p, dev, out);
+}
+
+// The setting p runs, if not the rules' own choice: with autotuning on, the
+// cache's (a class not in it yet is timed on its first call); else the
+// shipped table's.
+bool chosen_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
+  return autotune::cache_path() ? stored_setting(p, dev, out) : table_setting(p, dev, out);
+}
+
 }  // namespace
 
 // With TILED_AUTOTUNE_CACHE set (autotune.h), the problem's class runs its
 // stored setting; an untuned class gets the largest workspace any candidate
 // needs and is timed on its first eager call.
 size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
-  if (!autotune::cache_path()) return workspace_untuned(p, dev);
   Settings chosen;
-  if (stored_setting(p, dev, &chosen)) {
+  if (chosen_setting(p, dev, &chosen)) {
     SettingsScope scope(&chosen);
     return workspace_untuned(p, dev);
   }
+  if (!autotune::cache_path()) return workspace_untuned(p, dev);  // the rules' choice
   size_t most = 0;
   for (const Settings& c : autotune::candidates(p)) {
     SettingsScope scope(&c);
@@ -298,10 +315,11 @@ size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
 
 const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   const char* path = autotune::cache_path();
-  if (!path) return gemm_untuned(p, dev, stream, workspace);
-  const std::string key = autotune::class_key(p, dev);
   Settings chosen;
-  if (!autotune::lookup(path, key, &chosen)) {
+  if (!path) {
+    if (!table_setting(p, dev, &chosen)) return gemm_untuned(p, dev, stream, workspace);
+  } else if (!autotune::lookup(path, autotune::class_key(p, dev), &chosen)) {
+    const std::string key = autotune::class_key(p, dev);
     const std::vector<Settings> cands = autotune::candidates(p);
     if (cands.size() < 2 || capturing(stream)) return gemm_untuned(p, dev, stream, workspace);
     double us = 0;
@@ -319,7 +337,7 @@ const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t strea
 
 const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {
   Settings chosen;
-  if (!stored_setting(p, dev, &chosen)) return name_untuned(p, dev);
+  if (!chosen_setting(p, dev, &chosen)) return name_untuned(p, dev);
   SettingsScope scope(&chosen);
   return name_untuned(p, dev);
 }

@@ -10,10 +10,12 @@
 
 #include <cstdio>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "../error_message.h"
 #include "../problem_builder.h"
+#include "autotune.h"
 #include "dispatch.h"
 #include "settings.h"
 
@@ -125,22 +127,52 @@ at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t st
   return g.out;
 }
 
+// The problem cuda::gemm would be called with for a @ b (staged operands
+// described, not copied: a dummy aligned pointer), and the staging plan; for
+// naming and tuning.  `done`: the output needs no kernel (empty).
+struct NamedProblem {
+  bool done = false;
+  GemmProblem p;
+  cuda::StagingPlan plan;
+};
+NamedProblem named_problem(const at::Tensor& a, const at::Tensor& b, const char* op) {
+  PreparedGemm g = prepare_gemm(a, b, std::nullopt, op);
+  NamedProblem n;
+  n.done = g.done;
+  if (g.done) return n;
+  g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
+  const cuda::DeviceInfo& dev = device_info(a.get_device());
+  n.plan = cuda::staging_plan(g.problem, dev);
+  const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
+  n.p = g.problem;
+  GemmProblem& p = n.p;
+  if (n.plan.a.on) p.a = cuda::staged_operand(n.plan.a, p.M, p.K, p.a.batch_stride != 0, aligned);
+  if (n.plan.b.on) p.b = cuda::staged_operand(n.plan.b, p.K, p.N, p.b.batch_stride != 0, aligned);
+  return n;
+}
+
 std::string gemm_kernel_name_cuda(const at::Tensor& a, const at::Tensor& b) {
   const cuda::EnvSnapshot env;
   c10::cuda::CUDAGuard guard(a.device());
-  PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_kernel_name");
-  if (g.done) return "none";
-  g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
-  const cuda::DeviceInfo& dev = device_info(a.get_device());
-  const cuda::StagingPlan plan = cuda::staging_plan(g.problem, dev);
-  // Name the kernel that would run on staged copies without making them.
-  const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
-  GemmProblem& p = g.problem;
-  if (plan.a.on) p.a = cuda::staged_operand(plan.a, p.M, p.K, p.a.batch_stride != 0, aligned);
-  if (plan.b.on) p.b = cuda::staged_operand(plan.b, p.K, p.N, p.b.batch_stride != 0, aligned);
-  std::string name = cuda::gemm_kernel_name(p, dev);
-  if (plan.any()) name = std::string(plan.a.on && plan.b.on ? "staged_ab+" : plan.a.on ? "staged_a+" : "staged_b+") + name;
+  const NamedProblem n = named_problem(a, b, "tiled.gemm_kernel_name");
+  if (n.done) return "none";
+  std::string name = cuda::gemm_kernel_name(n.p, device_info(a.get_device()));
+  if (n.plan.any())
+    name = std::string(n.plan.a.on && n.plan.b.on ? "staged_ab+" : n.plan.a.on ? "staged_a+" : "staged_b+") + name;
   return name;
+}
+
+// For the offline tuner (torch_tiled_gemm/tune.py): the problem's class in
+// the autotuning cache and the dispatch table, then the settings worth
+// timing for it ("-": the rules' own choice), as the table's lines spell them.
+std::vector<std::string> gemm_tuning_cuda(const at::Tensor& a, const at::Tensor& b) {
+  const cuda::EnvSnapshot env;
+  c10::cuda::CUDAGuard guard(a.device());
+  const NamedProblem n = named_problem(a, b, "tiled.gemm_tuning");
+  if (n.done) return {"none"};
+  std::vector<std::string> out{cuda::autotune::class_key(n.p, device_info(a.get_device()))};
+  for (const cuda::Settings& s : cuda::autotune::candidates(n.p)) out.push_back(cuda::format_settings(s));
+  return out;
 }
 
 }  // namespace
@@ -149,6 +181,7 @@ TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
   m.impl("gemm", &gemm_cuda);
   m.impl("gemm_ladder", &gemm_ladder_cuda);
   m.impl("gemm_kernel_name", &gemm_kernel_name_cuda);
+  m.impl("gemm_tuning", &gemm_tuning_cuda);
 }
 
 }  // namespace tiled

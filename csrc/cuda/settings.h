@@ -112,6 +112,20 @@ inline bool EnvSnapshot::read() {
   return true;
 }
 
+// Whether the environment sets any variable whose name starts with
+// `prefix` (through the active EnvSnapshot, if any).
+inline bool any_setting_with_prefix(const char* prefix) {
+  const size_t len = std::strlen(prefix);
+  if (const detail::EnvTable* env = detail::active_env()) {
+    for (int i = 0; i < env->count; ++i)
+      if (env->entries[i].name_len >= len && std::strncmp(env->entries[i].name, prefix, len) == 0) return true;
+    return false;
+  }
+  for (char** e = detail::process_environment(); e != nullptr && *e != nullptr; ++e)
+    if (std::strncmp(*e, prefix, len) == 0) return true;
+  return false;
+}
+
 // Setting `name` as an integer (`fallback` when unset), and whether it is
 // exactly `value`.
 inline long setting_long(const char* name, long fallback) {

@@ -1,6 +1,6 @@
 """The GEMMs that public models run: a corpus to measure (and tune) against.
 
-    python benchmarks/corpus.py [--set all|tuned|heldout] [--min-gflop X] [--parts fwd,dW] [--list]
+    python -m torch_tiled_gemm.corpus [--set all|tuned|heldout] [--min-gflop X] [--parts fwd,dW] [--list]
 
 Every entry is one GEMM C = A @ B, A [M, K], B [K, N] (with a leading batch
 dimension for the attention-style products), with the layout in which a

@@ -1,0 +1,107 @@
+"""The offline tuner and the dispatch table (torch_tiled_gemm/tune.py,
+csrc/cuda/autotune.h): the table's file name, how a class's entry is chosen
+from measurements, and (on a GPU with a shipped table) that dispatch runs
+each entry's setting and steps aside for a switch set by hand."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_tiled_gemm  # noqa: F401
+from torch_tiled_gemm import corpus, tune
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_table_name():
+    assert tune.table_name("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3.tsv"
+    assert tune.table_name("NVIDIA H200") == "NVIDIA-H200.tsv"
+    assert tune.table_name("  A100-SXM4 (80GB) ") == "A100-SXM4-80GB.tsv"
+
+
+def rec(key, rules_ms, alt_ms, torch_ms=1.0, ok=True, alt="TILED_X=1", extra=None):
+    settings = {"-": "k_rules", alt: "k_alt", **(extra or {})}
+    return {"key": key, "settings": settings, "ms": {"k_rules": rules_ms, "k_alt": alt_ms, "torch": torch_ms},
+            "ok": {"k_rules": True, "k_alt": ok}}
+
+
+def test_build_table_picks_a_consistent_winner():
+    # 10% faster on both GEMMs of the class: kept, with its numbers
+    t = tune.build_table([rec("c1", 1.0, 0.9), rec("c1", 2.0, 1.8)])
+    s, gain, worst, n, before, after = t["c1"]
+    assert s == "TILED_X=1" and n == 2 and gain == pytest.approx(1 / 0.9) and worst == pytest.approx(1 / 0.9)
+    assert before == pytest.approx((1.0 * 0.5) ** 0.5) and after > before
+
+
+def test_build_table_leaves_out_what_does_not_pay():
+    assert tune.build_table([rec("c", 1.0, 0.99)]) == {}  # below MIN_GAIN
+    assert tune.build_table([rec("c", 1.0, 0.5), rec("c", 1.0, 1.1)]) == {}  # one GEMM slower than MAX_LOSS
+    assert tune.build_table([rec("c", 1.0, 0.5, ok=False)]) == {}  # a wrong output is never chosen
+    # a setting not offered for every GEMM of the class is not a candidate
+    r2 = rec("c", 1.0, 0.5)
+    del r2["settings"]["TILED_X=1"]
+    assert tune.build_table([rec("c", 1.0, 0.5), r2]) == {}
+    # measured but nothing to choose (one kernel): no entry
+    assert tune.build_table([{"key": "c", "settings": {"-": "k"}, "ms": {}, "ok": {}}]) == {}
+
+
+def test_write_table_round_trip(tmp_path):
+    path = tmp_path / "t.tsv"
+    tune.write_table(str(path), tune.build_table([rec("gpu=X;m=1", 1.0, 0.8)]), "X", [])
+    lines = [ln.split("\t") for ln in path.read_text().splitlines() if not ln.startswith("#")]
+    assert lines == [["gpu=X;m=1", "TILED_X=1", lines[0][2]]] and lines[0][2].startswith("gain 1.250")
+
+
+def test_cpu_has_nothing_to_tune():
+    assert torch.ops.tiled.gemm_tuning(torch.randn(3, 4), torch.randn(4, 5)) == ["cpu", "-"]
+
+
+def test_tuner_refuses_without_a_gpu():
+    if torch.cuda.is_available():
+        pytest.skip("has a GPU")
+    r = subprocess.run([sys.executable, "-m", "torch_tiled_gemm.tune", "--limit", "1"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "needs a CUDA GPU" in r.stderr
+
+
+def shipped_table():
+    if not torch.cuda.is_available():
+        return None
+    path = tune.default_table(torch.cuda.get_device_name())
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return dict(ln.rstrip("\n").split("\t")[:2] for ln in f if ln.strip() and not ln.startswith("#"))
+
+
+@pytest.mark.skipif(shipped_table() is None, reason="needs a GPU with a shipped dispatch table")
+def test_dispatch_runs_the_table(monkeypatch):
+    """Every corpus GEMM whose class has an entry runs that entry's kernel
+    (the same as its switches set by hand), and a switch set by hand wins."""
+    from torch_tiled_gemm import bench
+
+    table = shipped_table()
+    seen = 0
+    for dname in ("bf16", "fp16", "tf32"):
+        torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
+        try:
+            for e in corpus.corpus("all"):
+                if e["M"] * e["N"] * e["K"] * (e["batch"] or 1) > 2**33:
+                    continue
+                a, b = bench.operands(e["M"], e["N"], e["K"], bench.DTYPES[dname], e["layout"], "cuda", e["batch"])
+                key = torch.ops.tiled.gemm_tuning(a, b)[0]
+                if key not in table:
+                    continue
+                got = torch.ops.tiled.gemm_kernel_name(a, b)
+                with tune.settings_env(table[key]):
+                    assert torch.ops.tiled.gemm_kernel_name(a, b) == got, (e["id"], dname, table[key])
+                # an entry names another kernel than the rules' (that is what was timed); any
+                # switch set by hand (here the default raster group) leaves the rules to it
+                with tune.settings_env("TILED_SM90_GROUPM=8"):
+                    assert torch.ops.tiled.gemm_kernel_name(a, b) != got, (e["id"], dname, table[key])
+                seen += 1
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+    assert seen > 0

@@ -1,0 +1,241 @@
+"""The offline tuner: measures the dispatch choices on the corpus of model
+GEMMs and writes the per-GPU dispatch table shipped in the package.
+
+    python -m torch_tiled_gemm.tune [--dtypes bf16,fp16,tf32] [--rounds 3] [--limit N]
+        [--min-gflop X] [--time-budget SECONDS] [--raw FILE.jsonl] [--table FILE.tsv]
+    python -m torch_tiled_gemm.tune --table-only [--raw FILE.jsonl] [--table FILE.tsv]
+
+For each GEMM of the corpus's tuning part (torch_tiled_gemm/corpus.py; the
+held-out part is never timed here) and each dtype, the extension names the
+GEMM's dispatch class and the settings worth timing for it
+(torch.ops.tiled.gemm_tuning: the families' switches, "-" for the rules'
+own choice).  Settings that pick the same kernel are timed once.  The
+distinct kernels and torch.matmul are timed in interleaved rounds (do_bench
+medians with L2 flushed, the order rotating every round) on fresh random
+operands, and every output is compared with torch's.  Each GEMM's
+measurements are appended to the raw file (JSON lines) as soon as they
+exist, so a run cut short resumes where it stopped.
+
+The table is then rebuilt from every raw measurement of this GPU: per
+class, the setting with the best geometric mean speedup over the rules'
+choice across the class's GEMMs, kept only where that mean reaches MIN_GAIN
+and no GEMM of the class gets slower than MAX_LOSS; classes where the rules
+already win get no line.  Dispatch reads the table at run time
+(csrc/cuda/autotune.h); docs/dispatch.md describes the whole loop.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+
+MIN_GAIN = 1.03  # a class's entry must speed its GEMMs up by this much (geomean) ...
+MAX_LOSS = 0.98  # ... and slow none of them below this
+# Relative difference from torch.matmul's output above which a kernel's
+# output is suspect (both are approximations of the same product).
+TOL = {"tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2}
+SWITCH_PREFIXES = ("TILED_SM90_", "TILED_SKINNY_")
+
+
+def table_name(gpu):
+    """The table's file name for a GPU name, as the extension looks it up
+    (autotune.cpp's table_path): runs of non-alphanumerics become one '-'."""
+    out = []
+    for ch in gpu:
+        if ch.isascii() and ch.isalnum():
+            out.append(ch)
+        elif out and out[-1] != "-":
+            out.append("-")
+    return "".join(out).strip("-") + ".tsv"
+
+
+def default_table(gpu):
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables", table_name(gpu))
+
+
+class settings_env:
+    """The switches of one setting ("A=1,B=2", "-": none) in the environment
+    for the block (the extension reads them on every call)."""
+
+    def __init__(self, text):
+        self.pairs = [] if text in ("", "-") else [kv.split("=", 1) for kv in text.split(",")]
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k, _ in self.pairs}
+        os.environ.update(dict(self.pairs))
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def measure(entry, dname, rounds):
+    """One corpus GEMM in one dtype: its class, each setting's kernel, each
+    kernel's median time and whether its output agrees with torch's."""
+    from . import bench
+
+    dtype = bench.DTYPES[dname]
+    a, b = bench.operands(entry["M"], entry["N"], entry["K"], dtype, entry["layout"], "cuda", entry["batch"])
+    key, *cands = torch.ops.tiled.gemm_tuning(a, b)
+    kernel_of = {}
+    for s in cands:
+        with settings_env(s):
+            kernel_of[s] = torch.ops.tiled.gemm_kernel_name(a, b)
+    kernels = list(dict.fromkeys(kernel_of.values()))
+    rec = {"id": entry["id"], "dtype": dname, "key": key, "set": entry["set"], "part": entry["part"],
+           "M": entry["M"], "N": entry["N"], "K": entry["K"], "batch": entry["batch"], "layout": entry["layout"],
+           "settings": kernel_of, "ms": {}, "ok": {}}
+    if len(kernels) < 2:
+        return rec  # nothing to choose
+    first = {k: next(s for s in cands if kernel_of[s] == k) for k in kernels}
+    ref = torch.matmul(a, b)
+    ref_norm = ref.double().norm().item() or 1.0
+    for k in kernels:
+        with settings_env(first[k]):
+            out = torch.ops.tiled.gemm(a, b)
+        rec["ok"][k] = bool((out.double() - ref.double()).norm().item() / ref_norm <= TOL[dname])
+    runs = {k: [] for k in kernels + ["torch"]}
+    order = kernels + ["torch"]
+    for r in range(rounds):
+        rot = order[r % len(order):] + order[:r % len(order)]
+        for k in rot:
+            if k == "torch":
+                runs[k].append(bench.time_ms(lambda: torch.matmul(a, b), "cuda"))
+            else:
+                with settings_env(first[k]):
+                    runs[k].append(bench.time_ms(lambda: torch.ops.tiled.gemm(a, b), "cuda"))
+    rec["ms"] = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
+    return rec
+
+
+def build_table(records):
+    """{class key: (setting, gain, worst, count, ratio rules -> chosen vs torch)} for
+    the classes whose best setting passes MIN_GAIN / MAX_LOSS."""
+    by_key = {}
+    for r in records:
+        if r["ms"]:
+            by_key.setdefault(r["key"], []).append(r)
+    table = {}
+    for key, recs in sorted(by_key.items()):
+        rules = [r["settings"]["-"] for r in recs]
+        # settings offered for every GEMM of the class, whose kernels all agreed with torch
+        common = set.intersection(*(set(r["settings"]) for r in recs)) - {"-"}
+        best = None
+        for s in sorted(common):
+            if not all(r["ok"].get(r["settings"][s], False) for r in recs):
+                continue
+            gains = [r["ms"][rk] / r["ms"][r["settings"][s]] for r, rk in zip(recs, rules)]
+            g = _geomean(gains)
+            if best is None or g > best[1]:
+                best = (s, g, min(gains))
+        if best and best[1] >= MIN_GAIN and best[2] >= MAX_LOSS:
+            s = best[0]
+            before = _geomean([r["ms"]["torch"] / r["ms"][rk] for r, rk in zip(recs, rules)])
+            after = _geomean([r["ms"]["torch"] / r["ms"][r["settings"][s]] for r in recs])
+            table[key] = (s, best[1], best[2], len(recs), before, after)
+    return table
+
+
+def write_table(path, table, gpu, records):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    n = len({(r["dtype"], r["id"]) for r in records})
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    with open(path, "w") as f:
+        f.write(f"# Dispatch table for {gpu}: python -m torch_tiled_gemm.tune, {stamp}, from {n} corpus GEMMs\n")
+        f.write("# (the tuning part; docs/dispatch.md).  class key <TAB> setting <TAB> what it measured:\n")
+        f.write(f"# geomean speedup over the rules' choice (>= {MIN_GAIN}), the worst GEMM's (>= {MAX_LOSS}),\n")
+        f.write("# the class's GEMMs, and their geomean torch.matmul time / ours before -> after.\n")
+        for key, (s, g, worst, count, before, after) in table.items():
+            f.write(f"{key}\t{s}\tgain {g:.3f} worst {worst:.3f} n {count} vs-torch {before:.3f}->{after:.3f}\n")
+
+
+def load_raw(path, gpu):
+    recs = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut short by a stopped run
+                if r.get("gpu") == gpu:
+                    recs.append(r)
+    return recs
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dtypes", default="bf16,fp16,tf32")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--limit", type=int, default=None, help="at most this many GEMMs per dtype")
+    p.add_argument("--min-gflop", type=float, default=0.0)
+    p.add_argument("--time-budget", type=float, default=None, help="stop timing after this many seconds")
+    p.add_argument("--raw", default=None, help="measurements, JSON lines (default: tune-<gpu>.jsonl here)")
+    p.add_argument("--table", default=None, help="the table to write (default: the package's for this GPU)")
+    p.add_argument("--table-only", action="store_true", help="rebuild the table from the raw file, time nothing")
+    args = p.parse_args(argv)
+
+    # The rules' own choice is what every setting is measured against: the
+    # shipped table must not stand in for it, nor must switches set by hand.
+    # (TILED_DISABLE_KERNELS is read once per process: set before any GEMM.)
+    dis = [d for d in os.environ.get("TILED_DISABLE_KERNELS", "").split(",") if d]
+    os.environ["TILED_DISABLE_KERNELS"] = ",".join(dis + ["table"])
+    for k in [k for k in os.environ if k.startswith(SWITCH_PREFIXES)]:
+        del os.environ[k]
+    from . import corpus
+    import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
+
+    if not torch.cuda.is_available():
+        sys.exit("tune: needs a CUDA GPU (the table is per GPU)")
+    gpu = torch.cuda.get_device_name()
+    raw = args.raw or f"tune-{table_name(gpu)[:-4]}.jsonl"
+    table_path = args.table or default_table(gpu)
+    records = load_raw(raw, gpu)
+    if not args.table_only:
+        done = {(r["dtype"], r["id"]) for r in records}
+        entries = corpus.corpus("tuned", min_gflop=args.min_gflop)
+        t0 = time.time()
+        stopped = False
+        for dname in [d for d in args.dtypes.split(",") if d]:
+            todo = [e for e in entries if (dname, e["id"]) not in done][: args.limit]
+            torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
+            for i, e in enumerate(todo):
+                if args.time_budget and time.time() - t0 > args.time_budget:
+                    stopped = True
+                    break
+                rec = dict(measure(e, dname, args.rounds), gpu=gpu)
+                records.append(rec)
+                with open(raw, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+                torch.cuda.empty_cache()
+                if rec["ms"]:
+                    rk = rec["settings"]["-"]
+                    best = min((k for k in rec["ms"] if k != "torch" and rec["ok"].get(k)), key=rec["ms"].get,
+                               default=rk)
+                    print(f"[{dname} {i + 1}/{len(todo)}] {e['id']}: rules {rk} "
+                          f"{rec['ms']['torch'] / rec['ms'][rk]:.3f}x torch, best {best} "
+                          f"{rec['ms']['torch'] / rec['ms'][best]:.3f}x", flush=True)
+            torch.backends.cuda.matmul.allow_tf32 = False
+            if stopped:
+                print(f"time budget reached: {raw} holds what was measured; run again to go on", flush=True)
+                break
+    table = build_table(records)
+    write_table(table_path, table, gpu, records)
+    print(f"{len(table)} classes in {table_path} (from {len(records)} measured GEMMs in {raw})")
+    for key, (s, g, worst, count, before, after) in table.items():
+        print(f"  {key}: {s}  gain {g:.3f} (worst {worst:.3f}, {count} GEMMs) vs torch {before:.3f} -> {after:.3f}")
+
+
+if __name__ == "__main__":
+    main()
