@@ -1,11 +1,13 @@
-// Steps 100-102: step 95's tile with a lean main loop (fewer non-FFMA issue
-// slots per k-tile) and, from step 101, fragments prefetched across the
+// simt_fast's lean pipeline (ladder step 101, and step 109: simt_fast's large
+// config): step 8's warp tiles on a k-tile of 16 with a lean main loop (fewer
+// non-FFMA issue slots per k-tile) and fragments prefetched across the
 // k-tile boundary.
 //
-// Step 95's SASS (sm_90a, NN aligned) spends 2449 instructions per warp per
-// 16-deep k-tile on 2048 FFMA + 96 LDS.128: ~300 others (84% FFMA).  Most of
-// them are copy bookkeeping repeated every k-tile: per 4-byte cp.async a
-// bounds predicate, a select between the source and a safe address (two SELs,
+// A 128 x 128 x 16 block (3 stages, 2 blocks / SM) with the schedule of
+// step 8 spends 2449 instructions per warp per 16-deep k-tile on 2048 FFMA +
+// 96 LDS.128: ~300 others (84% FFMA; sm_90a, NN aligned).  Most of them are
+// copy bookkeeping repeated every k-tile: per 4-byte cp.async a bounds
+// predicate, a select between the source and a safe address (two SELs,
 // 64-bit) and a src-size select; the named-barrier id dispatch (a switch per
 // barrier: BRX, BSSY/BSYNC, WARPSYNC) adds ~30 more.  Here:
 //  - Interior tiles (the whole BM x BN block inside M x N) with a full
@@ -18,16 +20,18 @@
 //  - One __syncthreads per k-tile: the block is 4 warps, and two 64-thread
 //    named barriers per warp (row and column pair) couple all 4 warps within
 //    two k-tiles anyway, for ~15x the instructions.
-//  - Step 101 (PREFETCH): the fragments of k + 1 are loaded while the FFMAs of
-//    k issue, also across the k-tile boundary.  The barrier moves from the top
-//    of the k-tile to just before its last k: by then every fragment of the
-//    tile has been read, so the barrier both publishes tile kt + 1 and
-//    retires tile kt's slot, which the copy of tile kt + STAGES then reuses
-//    (the prologue fills all STAGES slots).  The first LDS of tile kt + 1 is
-//    then covered by the last k's 128 FFMA instead of stalling the warp, and
-//    a copy still has two k-tiles to land (three stages).
-// The math (warp_tile_fma's fragments and order of FFMAs per accumulator) and
-// the smem layout are step 95's, so results are bitwise equal to step 95's.
+//  - The fragments of k + 1 are loaded while the FFMAs of k issue, also
+//    across the k-tile boundary.  The barrier moves from the top of the
+//    k-tile to just before its last k: by then every fragment of the tile has
+//    been read, so the barrier both publishes tile kt + 1 and retires tile
+//    kt's slot, which the copy of tile kt + STAGES then reuses (the prologue
+//    fills all STAGES slots).  The first LDS of tile kt + 1 is then covered by
+//    the last k's 128 FFMA instead of stalling the warp, and a copy still has
+//    two k-tiles to land (three stages).
+// Every accumulator gets the same FFMAs in the same k order whatever the
+// block tile, copy schedule or order across accumulators, so steps 101 and
+// 109 give the same bits (tested).  The measurements behind each choice:
+// docs/ladder.md.
 #pragma once
 #include <atomic>
 #include <type_traits>
@@ -103,9 +107,9 @@ __device__ __forceinline__ void copy_tile_lean(float* s, const float* src, int64
   }
 }
 
-// Steps 104-106, 108, 109: 128 x 256 x 16, 2 x 4 warps of 64 x 64 (step
-// 101's warp and thread tiles), 3 stages = 75 KB, one block / SM (8 warps):
-// per block 3/4 of the operand traffic per output, per thread 12 (NN) or 24
+// Step 109 (simt_fast's large config): 128 x 256 x 16, 2 x 4 warps of
+// 64 x 64 (step 101's warp and thread tiles), 3 stages = 75 KB, one block /
+// SM (8 warps): per block 3/4 of the operand traffic per output, per thread 12 (NN) or 24
 // (NT) copies per k-tile instead of 20 / 32.
 using Lean128x256Cfg = WarpTileCfg<128, 256, 16, 64, 64, 8, 16, /*STAGES=*/3, /*MINB=*/1,
                                    /*NAMED=*/false>;
@@ -140,21 +144,20 @@ struct LeanStreamK {
   float* partials = nullptr;  // [sk_grid][threads * TM * TN], thread-interleaved float4
 };
 
-// Step 106 (SPREAD, with PREFETCH): the copies of tile kt + S no longer
+// SPREAD (step 109): the copies of tile kt + S no longer
 // follow tile kt's barrier in one burst; they go into tile kt + 1's k-loop,
 // A's at k = 1 and B's at k = 5 (committed there), between the FFMAs.  In
-// step 104's SASS (ncu, 4096^3 NN on an H100) an FFMA a dozen instructions
+// the SASS of the burst version (ncu, 4096^3 NN on an H100) an FFMA a dozen instructions
 // after the burst waits for the last copies to read their address registers,
 // which ptxas hands to the accumulators next (a write-after-read hazard on
 // the long scoreboard): 3.6% of all warp samples on that one instruction.
 // The copy still has ~1.9 k-tiles to land before its barrier.
-template <class C, class Order, bool AXC, bool BXC, bool VEC, bool PREFETCH, bool SPREAD = false,
-          FmaOrder O = FmaOrder::rows, bool SK = false>
+template <class C, class Order, bool AXC, bool BXC, bool VEC, bool SPREAD = false, FmaOrder O = FmaOrder::rows,
+          bool SK = false>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     lean_kernel(Params<float> p, int64_t tiles_m, int64_t tiles_n, int panel, LeanStreamK sk) {
   constexpr int S = C::kStages;
   static_assert(S >= 2 && C::BK % 2 == 0, "a pipeline needs two stages; even BK for the buffers");
-  static_assert(!SK || PREFETCH, "stream-K pieces run the prefetching loop");
   extern __shared__ __align__(16) float smem[];
   constexpr int G = C::kThreads;
   const int tid = threadIdx.x;
@@ -217,103 +220,76 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         load_b(stage, kt);
       };
       float acc[C::TM][C::TN] = {};
-      if constexpr (!PREFETCH) {
-        // Step 100: step 95's schedule (barrier at the top of each k-tile).
+      // All S slots start filling; the barrier sits before the last k.
 #pragma unroll
-        for (int s = 0; s < S - 1; ++s) {
-          if (kt0 + s < kt1) load(s, kt0 + s);
-          cp_async_commit();
-        }
-        int read_stage = 0, write_stage = S - 1;
-        for (int64_t kt = kt0; kt < kt1; ++kt) {
-          cp_async_wait<S - 2>();  // my copies of tile kt have landed
-          __syncthreads();         // everyone's have; tile kt-1's slot is free
-          if (kt + S - 1 < kt1) load(write_stage, kt + S - 1);
-          cp_async_commit();
-          const float* As = smem + read_stage * C::kStageFloats;
-          const float* Bs = As + C::BK * C::kLdA;
-#pragma unroll
-          for (int k = 0; k < C::BK; ++k) {
-            float a[C::TM], bv[C::TN];
-            lean_load_frag<C>(a, bv, As, Bs, k, pos.a_off(), pos.b_off());
-            warp_outer<C>(acc, a, bv);
-          }
-          read_stage = read_stage == S - 1 ? 0 : read_stage + 1;
-          write_stage = write_stage == S - 1 ? 0 : write_stage + 1;
-        }
-        __syncthreads();  // the next piece's / batch's prologue overwrites slots still being read
-      } else {
-        // Step 101: all S slots start filling; the barrier sits before the last k.
-#pragma unroll
-        for (int s = 0; s < S; ++s) {
-          if (kt0 + s < kt1) load(s, kt0 + s);
-          cp_async_commit();
-        }
-        cp_async_wait<S - 1>();  // tile kt0 (mine)
-        __syncthreads();         // tile kt0 (everyone's)
-        float a[2][C::TM], bv[2][C::TN];
-        lean_load_frag<C>(a[0], bv[0], smem, smem + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
-        int cur = 0;  // slot of tile kt
-        int prev = S - 1;  // slot of tile kt - 1
-        static_assert(!SPREAD || C::BK >= 8, "SPREAD copies at k = 1 and 5 of a k-tile");
-        // One k-tile.  FAST (SPREAD only): the copies it issues are fast-path
-        // ones, unconditionally, so the unrolled FFMA stream has no branch;
-        // the loop picks the version once per k-tile.
-        auto ktile = [&](int64_t kt, auto fast) {
-          [[maybe_unused]] constexpr bool FAST = decltype(fast)::value;
-          const float* As = smem + cur * C::kStageFloats;
-          const float* Bs = As + C::BK * C::kLdA;
-          const int nxt = cur == S - 1 ? 0 : cur + 1;
-#pragma unroll
-          for (int k = 0; k < C::BK; ++k) {
-            if (k < C::BK - 1) {
-              lean_load_frag<C>(a[(k + 1) & 1], bv[(k + 1) & 1], As, Bs, k + 1, pos.a_off(),
-                                pos.b_off());
-              if constexpr (SPREAD) {
-                // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
-                if constexpr (FAST) {
-                  if (k == 1) lean_a(prev, kt - 1 + S);
-                  if (k == 5) lean_b(prev, kt - 1 + S);
-                } else {
-                  if (kt > kt0 && k == 1 && kt - 1 + S < kt1) load_a(prev, kt - 1 + S);
-                  if (kt > kt0 && k == 5 && kt - 1 + S < kt1) load_b(prev, kt - 1 + S);
-                }
-                if (k == 5 && (FAST || kt > kt0)) cp_async_commit();
-              }
-            } else {
-              // Every fragment of tile kt is in registers.  Groups committed:
-              // S + kt; tile kt+1 is group kt+1, so S-2 may still be pending.
-              // (SPREAD: the group of tile kt - 1 + S was committed in this
-              // k-tile instead of after the previous barrier: the same count.)
-              cp_async_wait<S - 2>();
-              __syncthreads();  // tile kt+1 published; tile kt's slot retired
-              if constexpr (!SPREAD) {
-                if (kt + S < kt1) load(cur, kt + S);
-                cp_async_commit();
-              }
-              // Tile kt+1's first fragments (stale but in-bounds smem after the
-              // last tile: never used).
-              const float* An = smem + nxt * C::kStageFloats;
-              lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
-            }
-            warp_outer<C, O>(acc, a[k & 1], bv[k & 1]);
-          }
-          prev = cur;
-          cur = nxt;
-        };
-        // The fast k-tiles' copies (tile kt - 1 + S) are all below kt1 and kt_fast.
-        const int64_t fast_end = kt_fast < kt1 ? kt_fast : kt1;
-        for (int64_t kt = kt0; kt < kt1; ++kt) {
-          if (SPREAD && kt > kt0 && kt - 1 + S < fast_end)
-            ktile(kt, std::true_type{});
-          else
-            ktile(kt, std::false_type{});
-        }
-        // The last iteration read tile kt1's (stale, unused) first fragments
-        // after its barrier: one more before the next piece's / batch's prologue
-        // overwrites that slot (only empty copy groups are pending).
-        __syncthreads();
+      for (int s = 0; s < S; ++s) {
+        if (kt0 + s < kt1) load(s, kt0 + s);
+        cp_async_commit();
       }
+      cp_async_wait<S - 1>();  // tile kt0 (mine)
+      __syncthreads();         // tile kt0 (everyone's)
+      float a[2][C::TM], bv[2][C::TN];
+      lean_load_frag<C>(a[0], bv[0], smem, smem + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
+      int cur = 0;  // slot of tile kt
+      int prev = S - 1;  // slot of tile kt - 1
+      static_assert(!SPREAD || C::BK >= 8, "SPREAD copies at k = 1 and 5 of a k-tile");
+      // One k-tile.  FAST (SPREAD only): the copies it issues are fast-path
+      // ones, unconditionally, so the unrolled FFMA stream has no branch;
+      // the loop picks the version once per k-tile.
+      auto ktile = [&](int64_t kt, auto fast) {
+        [[maybe_unused]] constexpr bool FAST = decltype(fast)::value;
+        const float* As = smem + cur * C::kStageFloats;
+        const float* Bs = As + C::BK * C::kLdA;
+        const int nxt = cur == S - 1 ? 0 : cur + 1;
+#pragma unroll
+        for (int k = 0; k < C::BK; ++k) {
+          if (k < C::BK - 1) {
+            lean_load_frag<C>(a[(k + 1) & 1], bv[(k + 1) & 1], As, Bs, k + 1, pos.a_off(),
+                              pos.b_off());
+            if constexpr (SPREAD) {
+              // Tile kt - 1 + S into tile kt - 1's slot (retired at the last barrier).
+              if constexpr (FAST) {
+                if (k == 1) lean_a(prev, kt - 1 + S);
+                if (k == 5) lean_b(prev, kt - 1 + S);
+              } else {
+                if (kt > kt0 && k == 1 && kt - 1 + S < kt1) load_a(prev, kt - 1 + S);
+                if (kt > kt0 && k == 5 && kt - 1 + S < kt1) load_b(prev, kt - 1 + S);
+              }
+              if (k == 5 && (FAST || kt > kt0)) cp_async_commit();
+            }
+          } else {
+            // Every fragment of tile kt is in registers.  Groups committed:
+            // S + kt; tile kt+1 is group kt+1, so S-2 may still be pending.
+            // (SPREAD: the group of tile kt - 1 + S was committed in this
+            // k-tile instead of after the previous barrier: the same count.)
+            cp_async_wait<S - 2>();
+            __syncthreads();  // tile kt+1 published; tile kt's slot retired
+            if constexpr (!SPREAD) {
+              if (kt + S < kt1) load(cur, kt + S);
+              cp_async_commit();
+            }
+            // Tile kt+1's first fragments (stale but in-bounds smem after the
+            // last tile: never used).
+            const float* An = smem + nxt * C::kStageFloats;
+            lean_load_frag<C>(a[0], bv[0], An, An + C::BK * C::kLdA, 0, pos.a_off(), pos.b_off());
+          }
+          warp_outer<C, O>(acc, a[k & 1], bv[k & 1]);
+        }
+        prev = cur;
+        cur = nxt;
+      };
+      // The fast k-tiles' copies (tile kt - 1 + S) are all below kt1 and kt_fast.
+      const int64_t fast_end = kt_fast < kt1 ? kt_fast : kt1;
+      for (int64_t kt = kt0; kt < kt1; ++kt) {
+        if (SPREAD && kt > kt0 && kt - 1 + S < fast_end)
+          ktile(kt, std::true_type{});
+        else
+          ktile(kt, std::false_type{});
+      }
+      // The last iteration read tile kt1's (stale, unused) first fragments
+      // after its barrier: one more before the next piece's / batch's prologue
+      // overwrites that slot (only empty copy groups are pending).
+      __syncthreads();
       if constexpr (SK) {
         // Partial tiles: thread tid's accumulators as float4 q = i * TN / 4 + g
         // (row i, columns 4g..4g+3) at q * threads + tid of its CTA's slot.
@@ -395,12 +371,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 }
 
 // Launches lean_kernel for an f32 problem (every layout; 16-byte copies for
-// X-contiguous operands when aligned, as step 95).
+// X-contiguous operands when aligned, as step 8).
 // SK: the stream-K instances, launched on sk.sk_grid + tiles - sk.sk_tiles
 // blocks (batch 1, the flags zeroed by the caller), or with sk.sk_grid == 0
 // on one block per tile like the others.
-template <class C, class Order, bool PREFETCH, bool SPREAD = false, FmaOrder O = FmaOrder::rows,
-          bool SK = false>
+template <class C, class Order, bool SPREAD = false, FmaOrder O = FmaOrder::rows, bool SK = false>
 const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream_t stream,
                         const char* f32_only_error, const LeanStreamK& sk = {}) {
   int64_t blocks = 0;  // sk.sk_grid == 0: one block per tile (and batch entry)
@@ -411,8 +386,8 @@ const char* launch_lean(const GemmProblem& pr, const DeviceInfo& dev, cudaStream
       {f32_only_error, "lean SIMT kernel: needs more shared memory per block than this device has",
        "lean SIMT kernel: cudaFuncSetAttribute(max dynamic smem) failed"},
       [](auto a, auto b, auto v) {
-        return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, PREFETCH,
-                           SPREAD, O, SK>;
+        return lean_kernel<C, Order, decltype(a)::value, decltype(b)::value, decltype(v)::value, SPREAD, O,
+                           SK>;
       },
       blocks, sk);
 }
