@@ -1,14 +1,14 @@
 """One GEMM case, for profilers and for the memory floor of skinny shapes.
 
-    python benchmarks/profile_case.py M N K [--layout NT] [--dtype bf16] [--op ours|torch] [--iters 10]
-    python benchmarks/profile_case.py M N K --times   # do_bench with and without the L2 flush
+    python benchmarks/research/profile_case.py M N K [--layout NT] [--dtype bf16] [--op ours|torch] [--iters 10]
+    python benchmarks/research/profile_case.py M N K --times   # do_bench with and without the L2 flush
 
 --times prints, for ours and torch.matmul, do_bench medians with triton's
 L2 flush (the benchmark protocol) and without it, and the same for a pure
 read of B (a float32 sum) as the memory floor: the flush leaves L2 full of
 dirty lines, so a kernel that streams B also pays for their write-back.
 Run under ncu with --op to profile one side:
-    ncu -k regex:skinny --launch-skip 3 --launch-count 1 python benchmarks/profile_case.py 16 4096 4096
+    ncu -k regex:skinny --launch-skip 3 --launch-count 1 python benchmarks/research/profile_case.py 16 4096 4096
 """
 import argparse
 import os

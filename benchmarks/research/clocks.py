@@ -1,7 +1,7 @@
 """SM clock, power and temperature while ours or cuBLAS runs, in alternating
 segments of one process (sampled by nvidia-smi in the background).
 
-    python benchmarks/clocks.py --cases 4096x4096x4096 8192x8192x8192 [--dtype bf16] [--secs 2] [--out DIR] \
+    python benchmarks/research/clocks.py --cases 4096x4096x4096 8192x8192x8192 [--dtype bf16] [--secs 2] [--out DIR] \
         [--variants "ours:-" "c1:TILED_SM90_CLUSTER=1"]
 
 Each case runs ours (each variant: dispatch switches set for its segments,
@@ -21,6 +21,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -28,7 +29,8 @@ import torch
 
 from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands
 
-from explore import parse_variant, switches
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # benchmarks/explore.py
+from explore import parse_variant, switches  # noqa: E402
 
 FIELDS = "timestamp,clocks.sm,power.draw,temperature.gpu"
 

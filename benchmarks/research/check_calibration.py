@@ -1,6 +1,6 @@
 """Calibrates torch_tiled_gemm/testing.py's element-wise bound on the CPU.
 
-    python benchmarks/check_calibration.py [--quick] [--out FILE.json]
+    python benchmarks/research/check_calibration.py [--quick] [--out FILE.json]
 
 Simulates, in float64 emulation of fp32 arithmetic, the ways a correct
 kernel may compute C = A @ B (+ bias), and the ways a wrong one may, and
@@ -32,7 +32,7 @@ import time
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("tiled_testing", os.path.join(HERE, "..", "torch_tiled_gemm", "testing.py"))
+_spec = importlib.util.spec_from_file_location("tiled_testing", os.path.join(HERE, "..", "..", "torch_tiled_gemm", "testing.py"))
 T = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(T)
 

@@ -1,6 +1,6 @@
 """How many FFMAs read all three source registers from the register file.
 
-    python benchmarks/ffma_reads.py SASS [--kernel REGEX]
+    python benchmarks/research/ffma_reads.py SASS [--kernel REGEX]
 
 SASS is the text of `cuobjdump -sass` (the built extension, a cubin, or a
 library such as libcublasLt) or of `nvdisasm -c`.  For every kernel (whose
@@ -9,11 +9,11 @@ branch whose body holds the most FFMAs and no global store) and the share of
 those FFMAs that read 3, 2 and 1 registers, and the share whose reads
 include two registers of one bank (register number mod 2).
 
-The model (docs/ladder.md, round 6): each source operand slot has a
+The model (docs/log/ladder.md, round 6): each source operand slot has a
 `.reuse` cache holding one register per bank (register number mod 2); an
 operand flagged `.reuse` is kept, and the next instruction that names the
 same register in the same slot reads it from there.  An FFMA that still
-reads three registers issues in two cycles (benchmarks/micro/
+reads three registers issues in two cycles (benchmarks/research/micro/
 ffma_operands.cu measures that), so the three-read share is the issue time
 such a loop loses.  Static counts only: it says nothing of how often each
 instruction runs.

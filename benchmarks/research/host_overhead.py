@@ -1,6 +1,6 @@
 """Host time per call: what a decode step without CUDA graphs pays to launch.
 
-    python benchmarks/host_overhead.py [--out DIR] [--calls 2000]
+    python benchmarks/research/host_overhead.py [--out DIR] [--calls 2000]
 
 For problems whose GPU time is a few microseconds, a loop of calls is bound
 by the host: wall time / calls is the cost of one call (checks, dispatch,

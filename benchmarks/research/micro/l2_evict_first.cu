@@ -20,7 +20,7 @@
 // (what a launch that needs the SM's shared memory reconfigured costs).
 // Median of 41 runs, cudaEvents.
 // Build and run (on the GPU): nvcc -O3 -arch=sm_90a -o /tmp/l2ef
-//   benchmarks/micro/l2_evict_first.cu && /tmp/l2ef
+//   benchmarks/research/micro/l2_evict_first.cu && /tmp/l2ef
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

@@ -1,6 +1,6 @@
 """Which kernels cuBLAS runs (and for how long) next to ours, shape by shape.
 
-    python benchmarks/cublas_kernels.py [--dtype bf16] [--out DIR] MxNxK[:LAYOUT] ...
+    python benchmarks/research/cublas_kernels.py [--dtype bf16] [--out DIR] MxNxK[:LAYOUT] ...
 
 For each case: torch.matmul's kernels under torch.profiler (names, grid,
 block, CUDA time of one call after warm-up) and our dispatch's kernel name.

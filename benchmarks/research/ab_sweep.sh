@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A/B of dispatch settings on the M sweep (benchmarks/sweep.py --parts m):
-#   AB="tag:VAR=val,VAR2=val tag2:VAR=val" M_VALUES=1,16,64 bash benchmarks/ab_sweep.sh
+#   AB="tag:VAR=val,VAR2=val tag2:VAR=val" M_VALUES=1,16,64 bash benchmarks/research/ab_sweep.sh
 # One JSON per variant in $OUT/results (sweep-...-<commit>-<tag>.json) and
 # a compact table (M, N, layout, ratio, kernel per variant) on stdout.
 set -uo pipefail

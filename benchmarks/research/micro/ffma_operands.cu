@@ -12,7 +12,7 @@
 //   three_mixed: one three-read FFMA in every T (T = 16, 8, 4): the rows of
 //                a thread tile 16, 8 or 4 wide with no reuse across rows
 // Build and run (on the GPU): nvcc -O3 -arch=sm_90a -o /tmp/ffma
-//   benchmarks/micro/ffma_operands.cu && /tmp/ffma
+//   benchmarks/research/micro/ffma_operands.cu && /tmp/ffma
 // It prints FFMA warp-instructions per SM clock (4.0 is the peak: one per
 // scheduler) for 1 and 2 warps per scheduler (our SIMT GEMM runs 2).
 // `cuobjdump -sass /tmp/ffma` shows the operand patterns ptxas emitted.
