@@ -19,7 +19,7 @@
 //  109  lean pipeline, 128x256x16 block, 8 warps,
 //       FFMAs in 2x2 quads, ptxas -O1                 simt_fast_large.cu    (large problems)
 // The numbers are those of the tuning rounds in docs/ladder.md; the losing
-// candidates of those rounds (steps 90-95, 98-100, 102-108) were deleted, their
+// candidates of those rounds (steps 90-95, 98, 100, 102-108) were deleted, their
 // measurements are written down there.  kLadderSteps (dispatch.h) counts the
 // main line 1..8.  Any other number returns an error string.
 //
