@@ -61,9 +61,9 @@ if sys.platform.startswith("linux"):
 
 # Torch-free CUDA sources compiled with `-Xptxas -O1` into objects of their
 # own (BuildExt below), because ptxas's -O3 schedule reorders their unrolled
-# FFMAs into a slower order (csrc/cuda/ladder/simt_quads.cu; docs/ladder.md,
-# round 7).  Only these files: the tensor-core kernels want -O3.
-PTXAS_O1_SOURCES = ["csrc/cuda/ladder/simt_quads.cu"]
+# FFMAs into a slower order (csrc/cuda/ladder/simt_fast_large.cu;
+# docs/ladder.md, round 7).  Only these files: the tensor-core kernels want -O3.
+PTXAS_O1_SOURCES = ["csrc/cuda/ladder/simt_fast_large.cu"]
 
 if want_cuda():
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")

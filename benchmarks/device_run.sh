@@ -138,7 +138,7 @@ if has ncu; then
     say "ncu: $name"
     env $(echo "${envs:-}" | tr ';' ' ') timeout 120 ncu --clock-control none -k "regex:${NCU_KERNELS:-sm90_gemm|skinny_kernel|simt|ladder}" \
       --launch-skip 3 --launch-count 1 --set full --import-source no \
-      ${NCU_SOURCE:+-o "/tmp/$name"} $PY benchmarks/profile_case.py "$m" "$n" "$k" --layout "$lay" --iters 5 \
+      ${NCU_SOURCE:+-o "/tmp/$name"} $PY benchmarks/research/profile_case.py "$m" "$n" "$k" --layout "$lay" --iters 5 \
       >"$OUT/ncu/$name.txt" 2>&1
     say "ncu rc=$? ($(grep -m1 -E 'Duration' "$OUT/ncu/$name.txt" | tr -s ' '))"
     if [ -n "${NCU_SOURCE:-}" ] && [ -f "/tmp/$name.ncu-rep" ]; then

@@ -9,10 +9,11 @@ flushed; warmup=25, rep=150, median; the slow steps 1-4 get a shorter rep),
 then the last step (simt_fast) against cuBLAS in interleaved paired rounds
 (PERF.md's protocol: 6 rounds of do_bench(warmup=5, rep=25) for each side,
 alternating which goes first; ratio = median of per-round cuBLAS/ours).
-Then the simt_fast candidates (steps 9 = simt_fast's size dispatch, 90 = its
-128x128 config alone, 94-98) against cuBLAS with the same paired protocol on
-CANDIDATE_CASES: the four layouts at 4096^3, and 1024^3, 128x4096x4096,
-16x4096x4096 NN.  Operand layouts come from strides (transposed views, no
+Then simt_fast (step 9, its size dispatch) and its configs alone (96 / 97
+sliced-K 64x64 / 32x32, 101 the 128x128 lean pipeline, 109 the large
+config) against cuBLAS with the same paired protocol on CANDIDATE_CASES: the
+four layouts at 4096^3, and 2048^3, 8192^3, 1024^3, 128x4096x4096,
+16x4096x4096 and two 14336-deep / -wide shapes.  Operand layouts come from strides (transposed views, no
 copies), for cuBLAS too.  The compact candidate table is printed last.
 Writes benchmarks/results/ladder-<gpu>-<date>-<commit>.json and a .png bar
 chart beside it; <commit> is git's short HEAD, else $TILED_COMMIT (set by the
@@ -43,37 +44,22 @@ STEP_NAMES = {
     7: "cp.async 4-stage pipeline",
     8: "hilbert block order",
     9: "simt_fast (size dispatch)",
-    90: "simt_fast 128x128 config alone",
-    91: "cand 1: 128x128x8, 256 thr, 8x8",
-    92: "cand 2: 128x128x16, 3 stages",
-    93: "cand 3: simt_fast w/ __syncthreads",
-    94: "128x128x8, 8 warps 8x8, 2 blk/SM",
-    95: "128x128x16, 4 warps 8x16, 3 st",
-    96: "sliced-K 64x64, 4 warps x k/4",
-    97: "sliced-K 32x32, 4 warps x k/4",
-    98: "95 + staged 16-byte transposes",
-    100: "95, lean loop",
-    101: "95, lean loop + frag prefetch",
-    102: "lean + prefetch, BK 32",
-    103: "101 + K-contig operand along k",
-    104: "101 on 128x256, 8 warps, 1 blk/SM",
-    105: "103 on 128x256, 8 warps",
-    106: "104, copies spread into next k-tile",
-    107: "106 with BK 8, 4 stages",
-    108: "106, FFMAs column by column",
-    109: "106, FFMAs in 2x2 quads, ptxas -O1",
+    96: "simt_fast: sliced-K 64x64, 4 warps x k/4",
+    97: "simt_fast: sliced-K 32x32, 4 warps x k/4",
+    101: "simt_fast: lean pipeline 128x128x16",
+    109: "simt_fast: 128x256x16, FFMAs in 2x2 quads",
 }
-DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 90, 91, 92, 93, 94, 95, 96, 97, 98, 101, 104, 106, 108, 109]
-# Candidate comparison (paired against cuBLAS): (M, N, K, layouts, steps).
+DEFAULT_STEPS = [1, 20, 2, 3, 4, 5, 6, 7, 8, 9, 96, 97, 101, 109]
+# simt_fast and its configs, paired against cuBLAS: (M, N, K, layouts, steps).
 CANDIDATE_CASES = [
-    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 95, 101, 104, 105, 106, 107, 108, 109]),
-    (2048, 2048, 2048, ["NN", "NT"], [9, 101, 104, 106, 108, 109]),
-    (8192, 8192, 8192, ["NN"], [9, 104, 106, 108, 109]),
-    (4096, 14336, 4096, ["NN", "NT"], [9, 104, 106, 108, 109]),
-    (4096, 4096, 14336, ["NN", "NT"], [9, 104, 106, 108, 109]),
-    (1024, 1024, 1024, ["NN"], [9, 90, 94, 95, 96, 97]),
-    (128, 4096, 4096, ["NN"], [9, 90, 96, 97]),
-    (16, 4096, 4096, ["NN"], [9, 90, 96, 97]),
+    (4096, 4096, 4096, ["NN", "NT", "TN", "TT"], [9, 101, 109]),
+    (2048, 2048, 2048, ["NN", "NT"], [9, 101, 109]),
+    (8192, 8192, 8192, ["NN"], [9, 109]),
+    (4096, 14336, 4096, ["NN", "NT"], [9, 109]),
+    (4096, 4096, 14336, ["NN", "NT"], [9, 109]),
+    (1024, 1024, 1024, ["NN"], [9, 96, 97, 101]),
+    (128, 4096, 4096, ["NN"], [9, 96, 97]),
+    (16, 4096, 4096, ["NN"], [9, 96, 97]),
 ]
 SLOW_STEPS = {1, 2, 20, 3, 4}
 FINAL_STEP = 9

@@ -282,8 +282,7 @@ def test_simt_general_every_dtype():
 # ------------------------------------------------------------------ the ladder
 
 BASIC_STEPS = [1, 2, 20, 3, 4]  # every dtype
-F32_STEPS = [5, 6, 7, 8, 9, 90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109]
-NN_ALIGNED_STEPS = [91, 92, 93]  # NN with an aligned B only
+F32_STEPS = [5, 6, 7, 8, 9, 96, 97, 101, 109]  # 96-109: simt_fast's configs alone
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp64", "bf16", "f16"])
@@ -297,13 +296,11 @@ def test_ladder_basic_steps(dtype):
                 _ladder_exact(a, b, step)
 
 
-@pytest.mark.parametrize("step", F32_STEPS + NN_ALIGNED_STEPS)
+@pytest.mark.parametrize("step", F32_STEPS)
 def test_ladder_fp32_steps(step):
     gen = torch.Generator(device="cuda").manual_seed(20 + step)
-    layouts = ["NN"] if step in NN_ALIGNED_STEPS else LAYOUTS
-    shapes = [(256, 256, 64), (1024, 1024, 256)] if step in NN_ALIGNED_STEPS else \
-        [(1, 1, 1), (127, 129, 65), (256, 128, 64), (1000, 999, 37), (2048, 1024, 1032)]
-    for layout in layouts:
+    shapes = [(1, 1, 1), (127, 129, 65), (256, 128, 64), (1000, 999, 37), (2048, 1024, 1032)]
+    for layout in LAYOUTS:
         for M, N, K in shapes:
             a, b = operand((M, K), torch.float32, layout[0], gen), operand((K, N), torch.float32, layout[1], gen)
             _ladder_exact(a, b, step)

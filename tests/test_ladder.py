@@ -20,19 +20,11 @@ SHAPES = [(1, 1, 1), (7, 13, 5), (31, 33, 17), (127, 129, 65), (256, 128, 64),
 ALL_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 BASIC_STEPS = [1, 2, 20, 3, 4]          # every dtype
 F32_STEPS = [5, 6, 7, 8, 9]             # float32 only (9 = simt_fast)
-CANDIDATES = [91, 92, 93]               # simt_fast tuning candidates: NN, aligned B only
-# Every layout and alignment: 90 = simt_fast's 128x128 config alone, 94/95 =
-# large-problem candidates, 96/97 = sliced-K 64x64 / 32x32 (simt_fast's
-# mid-size and small-M/N configs), 98 = 95 with staged 16-byte copies of
-# K-contiguous operands (aligned operands only; else it runs 95's kernel:
-# test_staged_transpose_aligned below covers its own kernel), 100-102 = step
-# 95's tile with a lean main loop (fast-path copies for interior tiles),
-# 103 = 101 with the K-contiguous operand kept along k in shared memory (16-byte
-# copies when aligned), 104 = 101 on a 128x256 block, 105 = 103 on 104's block,
-# 106 = 104 with each k-tile's copies spread into the next k-tile's loop, 107 =
-# 106 with BK 8, 108 = 106 with the FFMAs column by column, 109 = 106 with the
-# FFMAs in 2x2 quads (compiled with ptxas -O1).
-ALL_LAYOUT_CANDIDATES = [90, 94, 95, 96, 97, 98, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109]
+# simt_fast's configs, each alone (every layout and alignment): 96 / 97 =
+# sliced-K 64x64 / 32x32 (few tiles; M or N <= 32), 101 = the lean pipeline
+# on a 128x128 block (GPUs without 75 KB of shared memory), 109 = the large
+# config (128x256 block, FFMAs in 2x2 quads, compiled with ptxas -O1).
+SIMT_CONFIGS = [96, 97, 101, 109]
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
@@ -152,19 +144,8 @@ def test_unaligned_sliced_views(step, dtype):
             _check(_run(a, b, step), a, b)
 
 
-@pytest.mark.parametrize("step", CANDIDATES)
-@pytest.mark.parametrize("shape", [(256, 128, 64), (257, 132, 255), (1000, 1000, 37), (1, 4, 1)],
-                         ids=lambda s: "x".join(map(str, s)))
-def test_simt_candidates_nn(step, shape):
-    m, n, k = shape
-    g = _gen(step + m)
-    a = torch.randn(m, k, device="cuda", generator=g)
-    b = torch.randn(k, n, device="cuda", generator=g)
-    _check(_run(a, b, step), a, b)
-
-
-@pytest.mark.parametrize("step", ALL_LAYOUT_CANDIDATES)
-def test_candidates_all_layouts(step):
+@pytest.mark.parametrize("step", SIMT_CONFIGS)
+def test_simt_configs_all_layouts(step):
     """Odd shapes around every tile size (32, 64, 128; k-tiles of 8, 16, 32),
     K not a multiple of any k-tile, the four layouts; one bias check."""
     g = _gen(300 + step)
@@ -176,8 +157,8 @@ def test_candidates_all_layouts(step):
             _check(_run(a, b, step), a, b)
 
 
-@pytest.mark.parametrize("step", ALL_LAYOUT_CANDIDATES)
-def test_candidates_batched_unaligned(step):
+@pytest.mark.parametrize("step", SIMT_CONFIGS)
+def test_simt_configs_batched_unaligned(step):
     g = _gen(400 + step)
     bsz, m, n, k = 3, 67, 129, 45
     for layout in LAYOUTS:
@@ -212,86 +193,46 @@ def _aligned(rows, cols, transposed, gen, batch=None, extra=4):
     return buf.as_strided((batch, rows, cols), (bs,) + strides, 4)
 
 
-@pytest.mark.parametrize("shape", [(4, 4, 4), (1, 1, 1), (33, 31, 97), (64, 128, 16), (65, 129, 17),
-                                   (130, 67, 41), (128, 128, 300), (257, 200, 63), (200, 257, 1000)],
-                         ids=lambda s: "x".join(map(str, s)))
-def test_staged_transpose_aligned(shape):
-    """Step 98's own kernel (16-byte copies of K-contiguous operands through the
-    staging buffer) needs every operand 16-byte aligned: padded views of ragged
-    sizes (partial 16-byte vectors along k and x, empty warp slices, 1..63
-    k-tiles) in the four layouts, each bitwise equal to step 95 (same math,
-    same summation order)."""
-    m, n, k = shape
-    g = _gen(600 + m + n + k)
-    for layout in LAYOUTS:
-        a = _aligned(m, k, layout[0] == "T", g)
-        b = _aligned(k, n, layout[1] == "T", g)
-        out = _run(a, b, 98)
-        _check(out, a, b)
-        assert torch.equal(out, _run(a, b, 95)), f"{layout}: step 98 differs from step 95"
-
-
-def test_staged_transpose_batched():
-    """Step 98 on batches (grid.y), a broadcast operand (batch stride 0) and
-    contiguous operands with K, M, N multiples of 4; deterministic."""
-    g = _gen(700)
-    bsz, m, n, k = 3, 132, 260, 68
-    for layout in LAYOUTS:
-        ta, tb = layout[0] == "T", layout[1] == "T"
-        a = _aligned(m, k, ta, g, batch=bsz)
-        b = _aligned(k, n, tb, g).unsqueeze(0).expand(bsz, k, n)
-        out = _run(a, b, 98)
-        _check(out, a, b)
-        assert torch.equal(out, _run(a, b, 98)), "two runs differ"
-        a2 = _mat(m, k, torch.float32, ta, gen=g).unsqueeze(0).expand(bsz, m, k)
-        b2 = _mat(k, n, torch.float32, tb, batch=bsz, gen=g)
-        _check(_run(a2, b2, 98), a2, b2)
-
-
-@pytest.mark.parametrize("step", [100, 101, 102, 103, 104, 105, 106, 107, 108, 109])
-def test_lean_loop_batched_matches_step95(step):
-    """Steps 100-109 give every accumulator step 95's FFMAs in step 95's k
-    order (103-105 change the block tile, the thread tile for TT or the order
-    across accumulators only): the same bits, also on batches and a broadcast
-    operand whose interior blocks take the fast copy path (132 x 260 has full
-    128 x 128 and 128 x 256 blocks)."""
-    g = _gen(800 + step)
+def test_large_config_batched_matches_step101():
+    """Step 109 (simt_fast's large config) gives every accumulator step 101's
+    FFMAs in step 101's k order (it changes the block tile, the copy schedule
+    and the order across accumulators only): the same bits, also on batches
+    and a broadcast operand whose interior blocks take the fast copy path
+    (132 x 260 has full 128 x 128 and 128 x 256 blocks)."""
+    g = _gen(809)
     bsz, m, n, k = 3, 132, 260, 100
     for layout in LAYOUTS:
         ta, tb = layout[0] == "T", layout[1] == "T"
         a = _aligned(m, k, ta, g, batch=bsz)
         b = _aligned(k, n, tb, g).unsqueeze(0).expand(bsz, k, n)
-        out = _run(a, b, step)
+        out = _run(a, b, 109)
         _check(out, a, b)
-        assert torch.equal(out, _run(a, b, 95)), "differs from step 95"
+        assert torch.equal(out, _run(a, b, 101)), "differs from step 101"
         a2 = _mat(m, k, torch.float32, ta, gen=g).unsqueeze(0).expand(bsz, m, k)
         b2 = _mat(k, n, torch.float32, tb, batch=bsz, gen=g)
-        out2 = _run(a2, b2, step)
+        out2 = _run(a2, b2, 109)
         _check(out2, a2, b2)
-        assert torch.equal(out2, _run(a2, b2, 95)), "differs from step 95"
+        assert torch.equal(out2, _run(a2, b2, 101)), "differs from step 101"
 
 
-@pytest.mark.parametrize("step", [103, 104, 105, 106, 107, 108, 109])
 @pytest.mark.parametrize("shape", [(4, 4, 4), (33, 31, 97), (65, 129, 17), (130, 67, 41),
                                    (128, 256, 300), (257, 200, 63), (200, 257, 1000),
                                    (129, 260, 45)],
                          ids=lambda s: "x".join(map(str, s)))
-def test_along_k_aligned_matches_step95(step, shape):
-    """Steps 103/105 copy a 16-byte-aligned K-contiguous operand 4 k at a time
-    into the along-k layout: padded views of ragged sizes (partial chunks at
-    the k edge, rows past M / N, interior blocks with a partial last k-tile)
-    in the four layouts (TT: the 16 x 8 thread tile), bitwise equal to step
-    95.  104, 106 and 107 ride along (128 x 256 block; 106 copies inside the
-    next k-tile's loop, also at the fast/edge-path switch of a partial last
-    k-tile)."""
+def test_large_config_aligned_matches_step101(shape):
+    """Step 109 on 16-byte-aligned padded views of ragged sizes (partial
+    vectors at the k edge, rows past M / N, interior blocks with a partial
+    last k-tile, where the copies spread into the next k-tile's loop switch
+    between the fast and the edge path) in the four layouts, bitwise equal
+    to step 101."""
     m, n, k = shape
-    g = _gen(900 + step + m + n + k)
+    g = _gen(1009 + m + n + k)
     for layout in LAYOUTS:
         a = _aligned(m, k, layout[0] == "T", g)
         b = _aligned(k, n, layout[1] == "T", g)
-        out = _run(a, b, step)
+        out = _run(a, b, 109)
         _check(out, a, b)
-        assert torch.equal(out, _run(a, b, 95)), f"{layout}: step {step} differs from step 95"
+        assert torch.equal(out, _run(a, b, 101)), f"{layout}: step 109 differs from step 101"
 
 
 @pytest.mark.parametrize("step", [96, 97])
@@ -307,7 +248,7 @@ def test_sliced_k_long_k_deterministic(step):
 
 def test_invalid_step_raises():
     a = torch.randn(4, 4, device="cuda")
-    for step in [0, 10, 77, 99, -1]:
+    for step in [0, 10, 77, 90, 95, 99, 100, 108, -1]:  # (90-108: deleted tuning candidates)
         with pytest.raises(RuntimeError):
             _run(a, a, step)
 
@@ -361,43 +302,14 @@ def test_simt_fast_main_op_batched(strict_fp32):
     assert torch.equal(out, torch.ops.tiled.gemm(a, b, bias))
 
 
-def test_sliced_k_orders_same_bits(monkeypatch):
-    """Step 96 issues each k's FFMAs column by column; TILED_SIMT_SLICED_ROWS=1
-    runs the former row-by-row kernel.  Same FFMAs per accumulator in the
-    same k order: the same bits, in every layout, on ragged shapes and batches."""
-    step = 96
-    g = _gen(700 + step)
-    for m, n, k in [(33, 31, 97), (64, 64, 64), (130, 67, 1000), (200, 257, 45)]:
-        for layout in LAYOUTS:
-            a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)
-            b = _mat(k, n, torch.float32, layout[1] == "T", gen=g)
-            out = _run(a, b, step)
-            _check(out, a, b)
-            monkeypatch.setenv("TILED_SIMT_SLICED_ROWS", "1")
-            rows = _run(a, b, step)
-            monkeypatch.delenv("TILED_SIMT_SLICED_ROWS")
-            assert torch.equal(out, rows), (m, n, k, layout)
-    a = torch.randn(3, 100, 300, device="cuda", generator=g)
-    b = torch.randn(300, 90, device="cuda", generator=g).unsqueeze(0).expand(3, 300, 90)
-    out = _run(a, b, step)
-    _check(out, a, b)
-    monkeypatch.setenv("TILED_SIMT_SLICED_ROWS", "1")
-    assert torch.equal(out, _run(a, b, step))
-
-
-def test_simt_spread_switch(strict_fp32, monkeypatch):
-    # simt_fast's large problems run step 109 (TILED_SIMT_SPREAD unset or
-    # any other value), 104 with TILED_SIMT_SPREAD=0, 106 with =1, 107 with
-    # =2 and 108 with =3 (A/B switches): with bias, in every layout, the
-    # same bits as the step.
+def test_simt_fast_large_is_step109(strict_fp32):
+    # simt_fast's large problems run step 109 (without a bias, the main op
+    # gives the step's bits), in every layout.
     g = _gen(11)
     m, n, k = 2304, 1664, 200  # >= one 128x128 tile per SM: the large config
-    for setting, step in (("0", 104), ("1", 106), ("2", 107), ("3", 108), ("9", 109)):
-        monkeypatch.setenv("TILED_SIMT_SPREAD", setting)
-        for layout in LAYOUTS:
-            a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)
-            b = _mat(k, n, torch.float32, layout[1] == "T", gen=g)
-            bias = torch.randn(n, device="cuda", generator=g)
-            out = torch.ops.tiled.gemm(a, b, bias)
-            _check(out, a, b, bias)
-            assert torch.equal(torch.ops.tiled.gemm(a, b, None), _run(a, b, step)), (setting, layout)
+    for layout in LAYOUTS:
+        a = _mat(m, k, torch.float32, layout[0] == "T", gen=g)
+        b = _mat(k, n, torch.float32, layout[1] == "T", gen=g)
+        bias = torch.randn(n, device="cuda", generator=g)
+        _check(torch.ops.tiled.gemm(a, b, bias), a, b, bias)
+        assert torch.equal(torch.ops.tiled.gemm(a, b, None), _run(a, b, 109)), layout

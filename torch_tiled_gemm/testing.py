@@ -34,7 +34,7 @@ partial sum grows like K, with signed random data like sqrt(K)).
   accumulation term's own margin is what is left); one off by 2 units in
   the last place exceeds it.
 
-Calibrated in benchmarks/check_calibration.py by simulating the kernels'
+Calibrated in benchmarks/research/check_calibration.py by simulating the kernels'
 arithmetic (sequential FMA chains, products rounded before the add,
 split-K, blocked partial sums, tensor-core-like groups of 4 or 8 exact
 products added with truncation, torch's fp32 BLAS, tf32 truncated or

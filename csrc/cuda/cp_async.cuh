@@ -28,7 +28,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // pays their write-back, while evict_first lines are the first victims of
 // the next misses, so the stream mostly replaces its own clean lines.  A
 // 32 MB read on an H100 after a 400 MB write: 21.9 -> 17.9 us
-// (benchmarks/micro/l2_evict_first.cu; docs/skinny.md).
+// (benchmarks/research/micro/l2_evict_first.cu; docs/skinny.md).
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   uint64_t policy = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -56,7 +56,7 @@ inline char** process_environment() {
 // of the op: a call asks for its switches dozens of times, and getenv scans
 // the whole environment each time (a 1x64x64 bf16 call on an H100 host took
 // 34 us with 91 variables in the environment, 55 us with 291; 19 and 21 us
-// with this snapshot; benchmarks/host_overhead.py).  The variables are
+// with this snapshot; benchmarks/research/host_overhead.py).  The variables are
 // still read on every call, so a change between calls takes effect.  Scopes
 // nest (the outermost one's table stands); without one, setting() calls
 // getenv.  Like getenv, it assumes no other thread changes the environment

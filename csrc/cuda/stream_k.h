@@ -1,5 +1,5 @@
 // Stream-K's division of work, shared by the sm_90a kernels (hopper/
-// gemm_sm90.cuh) and the strict-fp32 SIMT kernel (ladder/11_lean_pipeline.cuh),
+// gemm_sm90.cuh) and the strict-fp32 SIMT kernel (ladder/simt_fast_lean.cuh),
 // as plain integer arithmetic for host and device, so tests/host/
 // sm90_streamk.cpp can check it without a GPU; and the GPU-scope flags the
 // pieces of a tile meet on.

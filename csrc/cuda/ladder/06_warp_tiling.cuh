@@ -70,7 +70,7 @@ template <class C> struct WarpTilePos {
 //         bv[j] with the one before and each 2 x 2 quad's four operands sit
 //         in the `.reuse` caches (one register per slot and bank).
 // An FFMA whose three source registers all come from the register file
-// issues in two cycles (benchmarks/micro/ffma_operands.cu: one such FFMA in
+// issues in two cycles (benchmarks/research/micro/ffma_operands.cu: one such FFMA in
 // T costs 1/T more); the `.reuse` operand caches spare the reads of a
 // register the previous FFMAs of the same slot named.  Row by row, every
 // row (and, in ptxas's schedule, every piece of a row it splits off) starts

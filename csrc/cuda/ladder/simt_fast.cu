@@ -1,32 +1,30 @@
-// simt_fast: the ladder's last step (08_hilbert.cuh: warp-tiled, cp.async
-// multi-stage, named barriers, Hilbert block order) in the configuration
-// tuned for Hopper; what dispatch uses for fp32 that the tensor-core kernel
-// does not take (strict fp32, and TF32-allowed problems too small to stage).
+// simt_fast: the ladder's last step (step 9) and the production strict-fp32
+// kernel; what dispatch uses for fp32 that the tensor-core kernel does not
+// take (strict fp32, and TF32-allowed problems too small to stage).
 //
-// Configuration (SimtFastCfg): 128 x 128 block tile, BK = 8, 4 warps (2 x 2)
-// of 64 x 64, 8 x 16 accumulators per thread, 4 cp.async stages (33.8 KB),
-// __launch_bounds__(128, 2): two blocks (8 warps) per SM, so one block's
-// barrier / epilogue overlaps the other's math.  Compared with the seed's
-// 256 x 128 x 8-warp block (step 8) it keeps the per-thread work (128 FMAs per
-// 6 LDS.128 per k) but halves the block, so 4096^2 makes 1024 blocks for
-// 264 resident slots instead of 512 for 132, and named barriers couple only
-// warp pairs.  The alternatives are kept as ladder steps 91.. (NN, aligned
-// only) so the GPU run can compare them; see ladder.cu.
+// It is step 8 (warp tiles, cp.async multi-stage pipeline, Hilbert block
+// order) re-tuned for Hopper over the rounds of docs/ladder.md, with a size
+// dispatch over its configs (simt_pick below):
+//  - large problems (at least one 128 x 128 tile per SM): kSimtLargeConfig,
+//    step 109 (simt_fast_large.cu): the lean pipeline of simt_fast_lean.cuh
+//    on a 128 x 256 x 16 block of 8 warps, 3 stages, one block per SM, each
+//    k-tile's copies spread into the next k-tile's loop, FFMAs in 2x2 quads
+//    compiled with ptxas -O1; with stream-K over a ragged last wave and
+//    split-K for few tiles with a deep K (below);
+//  - fewer tiles than SMs (1024^3: 64; 128 x 4096 x 4096: 32): sliced-K
+//    blocks on 64 x 64 or, when M or N <= 32, 32 x 32 tiles (steps 96 / 97,
+//    simt_fast_sliced.cu);
+//  - a GPU without the large config's 75 KB of shared memory per block:
+//    step 101, the same lean pipeline on a 128 x 128 x 16 block of 4 warps
+//    (this file).
 //
 // Accepts every f32 problem: layouts are template parameters (NN, NT, TN, TT
 // run the same math; only the copy instruction differs), 16-byte copies when
 // the X-contiguous operands are aligned, 4-byte zero-filling copies at the
 // edges and for everything else.
-//
-// Size dispatch (simt_pick below): problems with fewer 128 x 128 tiles than
-// SMs (1024^3: 64; 128 x 4096 x 4096: 32) run sliced-K blocks on 64 x 64 or,
-// when M or N <= 32, 32 x 32 tiles (09_sliced_k.cuh, simt_small.cu; ladder
-// steps 96 / 97).  Large problems run kSimtLargeConfig (ladder step 109,
-// below; this file's first 128 x 128 config is step 90, later candidates are
-// in simt_tuning*.cu).
 #include <algorithm>
 
-#include "08_hilbert.cuh"
+#include "simt_fast_lean.cuh"
 #include "../settings.h"
 #include "../stream_k.h"
 #include "ladder_steps.h"
@@ -35,62 +33,27 @@ namespace tiled {
 namespace cuda {
 namespace ladder {
 
-using SimtFastCfg = WarpTileCfg<128, 128, 8, 64, 64, 8, 16, /*STAGES=*/4, /*MINB=*/2,
-                                /*NAMED=*/true>;
-
-// Tuning candidates (ladder steps 91..93).
-using SimtCand1 = WarpTileCfg<128, 128, 8, 64, 32, 8, 8, 4, 1, true>;    // 256 thr, 8x8
-using SimtCand2 = WarpTileCfg<128, 128, 16, 64, 64, 8, 16, 3, 2, true>;  // BK 16, 3 stages
-using SimtCand3 = WarpTileCfg<128, 128, 8, 64, 64, 8, 16, 4, 2, false>;  // __syncthreads
-
 namespace {
 constexpr const char* kSimtF32Only = "simt_fast supports float32 only";
-
-// Candidates are instantiated for NN with aligned operands only (compile
-// time); anything else is refused.
-template <class C>
-const char* launch_candidate(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
-  if (p.dtype != DType::f32) return kSimtF32Only;
-  if (!p.a.row_major() || !p.b.row_major() || !operand_vec4_ok(p.b, p.batch))
-    return "simt_fast tuning candidates take only NN problems with an aligned B";
-  if (static_cast<size_t>(C::kSmemBytes) > dev.max_smem_per_block_optin)
-    return "simt_fast candidate: not enough shared memory on this device";
-  TiledLaunch l;
-  if (const char* e = plan_tiled_launch<HilbertOrder>(p, C::BM, C::BN, /*vec_all=*/false, &l)) return e;
-  static std::atomic<uint64_t> raised{0};  // one per C = per kernel
-  return l.launch(pipelined_kernel<C, HilbertOrder, false, true, true>, C::kThreads, C::kSmemBytes, raised, s,
-                  "simt_fast candidate: cudaFuncSetAttribute failed");
-}
 }  // namespace
 
-const char* run_simt_candidate(int which, const GemmProblem& p, const DeviceInfo& dev,
-                               cudaStream_t s) {
-  switch (which) {
-    case 1: return launch_candidate<SimtCand1>(p, dev, s);
-    case 2: return launch_candidate<SimtCand2>(p, dev, s);
-    case 3: return launch_candidate<SimtCand3>(p, dev, s);
-  }
-  return "simt_fast: no such tuning candidate";
-}
-
-const char* simt_candidate_name(int which) {
-  switch (which) {
-    case 1: return "simt cand 1: 128x128x8, 256 thr, warp 64x32, thread 8x8, 4 stages";
-    case 2: return "simt cand 2: 128x128x16, 128 thr, warp 64x64, thread 8x16, 3 stages";
-    case 3: return "simt cand 3: simt_fast config with __syncthreads instead of named barriers";
-  }
-  return nullptr;
-}
-
-const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
-  return launch_pipelined<SimtFastCfg, HilbertOrder>(p, dev, s, kSimtF32Only);
+// Step 101: the lean pipeline on a 128 x 128 x 16 block (4 warps of 64 x 64,
+// 8 x 16 per thread, 3 stages = 50.7 KB, 2 blocks / SM), fragments
+// prefetched across k-tiles, copies in one burst after each barrier, FFMAs
+// row by row; the smallest shared memory of simt_fast's configs.
+using Lean128x128Cfg = WarpTileCfg<128, 128, 16, 64, 64, 8, 16, /*STAGES=*/3, /*MINB=*/2,
+                                   /*NAMED=*/false>;
+const char* run_simt_lean_128x128(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t s) {
+  return launch_lean<Lean128x128Cfg, HilbertOrder>(p, dev, s, "ladder step 101 supports float32 only");
 }
 
 // simt_fast's size dispatch.  Large problems (at least one 128 x 128 tile per
-// SM) take the 128 x 128 config; with fewer tiles most SMs would idle, so
+// SM) take the large config; with fewer tiles most SMs would idle, so
 // sliced-K blocks on 32 x 32 (M or N <= 32) or 64 x 64 tiles take over
-// (09_sliced_k.cuh).  kSimtLargeConfig is the ONE place that names the
-// large-problem kernel (a tuning candidate that measures better replaces it).
+// (simt_fast_sliced.cuh).  kSimtLargeConfig is the ONE place that names the
+// large-problem kernel (a candidate that measures better replaces it).  The
+// rounds that chose it (the candidates' code is in git history; each
+// round's measurements in docs/ladder.md):
 // Step 95 (k-tile 16, 3 stages: half the barriers per FMA) measured 0.839 /
 // 0.760 / 0.824 / 0.858x cuBLAS at 4096^3 NN/NT/TN/TT on an H200, against
 // 0.805 / 0.748 / 0.780 / 0.851x for the first 128 x 128 config (step 90).
@@ -128,7 +91,7 @@ const char* run_simt_base(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
 // 1.045, 8192^3 1.008 -> 1.030, 2048^3 0.982 -> 0.993 (docs/ladder.md
 // round 8).
 constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
-                                          cudaStream_t) = &run_simt_quads;
+                                          cudaStream_t) = &run_simt_large;
 
 // Split-K over the large config (step 109) for problems with few 128 x 256
 // tiles (at most half the SMs) and a deep K: the K range is cut into S
@@ -203,25 +166,10 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   return cudaGetLastError() == cudaSuccess ? nullptr : "simt_fast split-K: reduction launch failed";
 }
 
-// The large-problem kernel: kSimtLargeConfig (109), or for A/B runs with
-// TILED_SIMT_SPREAD=0 step 104 (the copies in one burst after each
-// barrier), =1 step 106 (the FFMAs row by row), =2 step 107 (106 with BK 8),
-// =3 step 108 (the FFMAs column by column, ptxas -O3).
-using SimtRun = const char* (*)(const GemmProblem&, const DeviceInfo&, cudaStream_t);
-SimtRun simt_large_kernel() {
-  return setting_is("TILED_SIMT_SPREAD", "0")   ? &run_simt_lean_wide
-         : setting_is("TILED_SIMT_SPREAD", "1") ? &run_simt_lean_wide_spread
-         : setting_is("TILED_SIMT_SPREAD", "2") ? &run_simt_lean_wide_k8
-         : setting_is("TILED_SIMT_SPREAD", "3") ? &run_simt_lean_wide_cols
-                                                : kSimtLargeConfig;
-}
-
-// Stream-K over the large config's last partial wave (step 109 only: not
-// when TILED_SIMT_SPREAD picks another simt_large_kernel(); batch 1): with
-// T tiles of 128 x 256 on S SMs
-// (one block each), whole tiles leave S - T % S SMs idle for the last wave;
+// Stream-K over the large config's last partial wave (batch 1): with T
+// tiles of 128 x 256 on S SMs (one block each), whole tiles leave S - T % S SMs idle for the last wave;
 // stream_k_tiles(T, S, k-tiles) tiles are dealt to S CTAs as equal runs of
-// k-tiles instead (stream_k.h, 11_lean_pipeline.cuh), the rest run whole.
+// k-tiles instead (stream_k.h, simt_fast_lean.cuh), the rest run whole.
 // For T >= S (so every run is at least a tile and a tile has at most two
 // pieces, which the kernel relies on), where the idle slots of the last wave
 // are at least 15% of all W = ceil(T / S) waves' (S * W - T >= 0.15 * S * W:
@@ -241,7 +189,7 @@ SimtRun simt_large_kernel() {
 // a wave no longer shares A / B k-slices in L2).
 constexpr int64_t kMinStreamKTiles = 32;
 int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0") || simt_large_kernel() != kSimtLargeConfig) return 0;
+  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0")) return 0;
   const int64_t sms = sm_count(dev), k_tiles = ceil_div(p.K, 16);
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
   if (k_tiles < kMinStreamKTiles || k_tiles > (int64_t{1} << 24) || sms > 4096) return 0;
@@ -263,7 +211,7 @@ SimtPick simt_pick(const GemmProblem& p, const DeviceInfo& dev) {
 
 bool simt_fast_can_run(const GemmProblem& p, const DeviceInfo& dev) {
   return p.dtype == DType::f32 &&
-         static_cast<size_t>(ladder::SimtFastCfg::kSmemBytes) <= dev.max_smem_per_block_optin;
+         static_cast<size_t>(ladder::Lean128x128Cfg::kSmemBytes) <= dev.max_smem_per_block_optin;
 }
 
 bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev) {
@@ -322,7 +270,7 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
       ladder::run_simt_split(p, dev, stream, static_cast<float*>(workspace), plan.split) == nullptr)
     return nullptr;
   if (plan.mode == SimtMode::stream_k &&
-      ladder::run_simt_quads_streamk(p, dev, stream, workspace, plan.sk_tiles,
+      ladder::run_simt_large_streamk(p, dev, stream, workspace, plan.sk_tiles,
                                      static_cast<int>(ladder::sm_count(dev))) == nullptr)
     return nullptr;
   switch (ladder::simt_pick(p, dev)) {
@@ -332,8 +280,8 @@ const char* simt_fast_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStre
   }
   // The 128 x 256 block needs 75 KB of shared memory: a GPU that cannot
   // give it (the launcher says so before launching) takes step 101's.
-  if (ladder::simt_large_kernel()(p, dev, stream) == nullptr) return nullptr;
-  return ladder::run_simt_lean_prefetch(p, dev, stream);
+  if (ladder::kSimtLargeConfig(p, dev, stream) == nullptr) return nullptr;
+  return ladder::run_simt_lean_128x128(p, dev, stream);
 }
 
 }  // namespace cuda
