@@ -702,11 +702,12 @@ def test_odd_storage_offsets_cuda(dtype, layout):
 @needs_cuda
 def test_oom_in_staging_copy():
     # A row-major A with an odd K (no 16-byte aligned rows) reaches the
-    # tensor cores through an aligned copy of A (~134 MB here).  With all but
-    # a few tens of MB of the GPU taken by a filler tensor, that copy cannot
+    # tensor cores through an aligned copy of A (~134 MB here).  With this
+    # process's allocator capped just above what it holds, that copy cannot
     # be made: torch's OutOfMemoryError, and nothing allocated is left behind.
-    # (A cap by set_per_process_memory_fraction did not make the copy fail on
-    # an H100, so the memory is really taken.)
+    # (A cap, not a filler tensor taking the GPU's free memory: other test
+    # processes share the GPU, free memory between the two steps, and must
+    # not be starved.)
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     M, N, K = 4096, 256, 16383
@@ -716,24 +717,23 @@ def test_oom_in_staging_copy():
     assert name.startswith("staged_a+"), name
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
-    filler = None
-    for margin_mb in (48, 64, 96):
-        free, _ = torch.cuda.mem_get_info()
-        try:
-            filler = torch.empty(max(free - margin_mb * 2**20, 0), dtype=torch.uint8, device="cuda")
-            break
-        except torch.OutOfMemoryError:
-            continue
-    if filler is None:
-        pytest.skip("could not take the GPU's free memory")
     before = torch.cuda.memory_allocated()
+    total = torch.cuda.get_device_properties(a.device).total_memory
+    reserved = torch.cuda.memory_reserved()
+    limit = reserved + 32 * 2**20  # room for the 2 MB output, not for the copy
     try:
-        with pytest.raises(torch.OutOfMemoryError):
-            gemm(a, b)
+        torch.cuda.set_per_process_memory_fraction(limit / total, a.device)
+        try:
+            out = gemm(a, b)
+        except torch.OutOfMemoryError:
+            out = None
         torch.cuda.synchronize()
-        assert torch.cuda.memory_allocated() == before
+        state = (f"reserved {reserved} -> {torch.cuda.memory_reserved()}, limit {limit}, allocated {before} -> "
+                 f"{torch.cuda.memory_allocated()}, peak {torch.cuda.max_memory_allocated()}")
+        assert out is None, f"no OutOfMemoryError ({name}): {state}"
+        assert torch.cuda.memory_allocated() == before, state
     finally:
-        del filler
+        torch.cuda.set_per_process_memory_fraction(1.0, a.device)
         torch.cuda.empty_cache()
     before = torch.cuda.memory_allocated()
     # The op still works afterwards.
