@@ -12,9 +12,15 @@ from torch_tiled_gemm.bench import _layout as layouts, rel_err
 SHAPES = [(1, 1, 1), (7, 13, 5), (65, 129, 63), (129, 257, 72), (200, 300, 136)]
 
 
+CALLS = [0]  # cases run so far (a progress line every 25: a sanitizer run cut short shows how far it got)
+
+
 def bad_result(a, b, bias=None, name_prefix=""):
     """Runs the op; True (after printing why) when the result is off or a
     kernel not starting with name_prefix ran."""
+    CALLS[0] += 1
+    if CALLS[0] % 25 == 0:
+        print(f"sanitize cases: {CALLS[0]} run", flush=True)
     name = torch.ops.tiled.gemm_kernel_name(a, b)
     out = torch.ops.tiled.gemm(a, b, bias)
     ref = a.double() @ b.double() + (bias.double() if bias is not None else 0)
