@@ -497,10 +497,11 @@ def stray(args, defaults):
 
 
 def protocol(device, rounds):
-    return (f"Paired interleaved, {rounds} rounds, each side per round {bench.timing_words(device)}, alternating who "
-            f"goes first; ratio = median of per-round (torch time / ours), higher = ours faster. Operands random "
-            f"normal in the GEMM's layout; both outputs checked against float64 on spread rows, columns and batches "
-            f"(torch_tiled_gemm/testing.py's element-wise bound).")
+    return (f"Paired interleaved, {rounds} round{'s' if rounds != 1 else ''}, each side per round "
+            f"{bench.timing_words(device)}, alternating who goes first; ratio = median of per-round "
+            f"(torch time / ours), higher = ours faster. Operands random normal in the GEMM's layout; both "
+            f"outputs checked against float64 on spread rows, columns and batches (torch_tiled_gemm/testing.py's "
+            f"element-wise bound).")
 
 
 def run(args, device, out):
