@@ -1,8 +1,12 @@
 """The corpus of model GEMMs (torch_tiled_gemm/corpus.py): its structure, its
-held-out split, and the runner's per-case function on the CPU."""
+held-out split; the benchmark's --corpus / --model / --shapes runs
+(torch_tiled_gemm/corpus_bench.py) on the CPU: per-case records, the files
+they write and what those files claim."""
+import builtins
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -14,7 +18,7 @@ BENCH = os.path.join(ROOT, "benchmarks")
 sys.path.insert(0, BENCH)
 
 from torch_tiled_gemm import corpus as C  # noqa: E402
-import corpus_run as R  # noqa: E402
+from torch_tiled_gemm import corpus_bench as R  # noqa: E402
 
 ALL = C.corpus()
 
@@ -210,13 +214,193 @@ def test_check_error_catches_a_wrong_tile():
     assert err > 1e-4 and not check.ok
 
 
-def test_cli_cpu(tmp_path):
+def test_corpus_run_wrapper_cpu(tmp_path, capsys):
+    """benchmarks/corpus_run.py still runs (as bench --corpus), --models included."""
     _extension()
-    rc = R.main(["--device", "cpu", "--dtype", "fp32", "--parts", "lora", "--limit", "2", "--rounds", "1",
-                 "--out", str(tmp_path)])
+    import corpus_run
+
+    rc = corpus_run.main(["--device", "cpu", "--dtype", "fp32", "--parts", "lora", "--models", "GPT-2-medium",
+                          "--limit", "2", "--rounds", "1", "--out", str(tmp_path)])
     assert rc == 0
-    (path,) = tmp_path.glob("corpus-*-fp32.json")
+    (path,) = tmp_path.glob("*-corpus-fp32.json")
     run = json.load(open(path))
-    assert len(run["cases"]) == 2 and run["dtype"] == "fp32" and run["rounds"] == 1
-    assert all(c["part"] == "lora" and c["check"] == "ok" for c in run["cases"])
-    assert run["summary"]["cases"] == 2
+    assert len(run["cases"]) == 2 and run["dtypes"] == ["fp32"] and run["rounds"] == 1 and run["kind"] == "corpus"
+    assert all(c["part"] == "lora" and c["check"] == "ok" and "GPT-2-medium" in c["models"] for c in run["cases"])
+    assert run["summary"]["fp32"]["cases"] == 2
+    assert "Corpus" not in capsys.readouterr().err  # no traceback
+
+
+# ---------------------------------------------------------------------------
+# python -m torch_tiled_gemm.bench --corpus / --model / --shapes on the CPU
+
+FIELDS = ("set", "model", "part", "op", "dtype", "M", "N", "K", "batch", "layout", "ratio", "kernel", "check")
+
+
+def _no_matplotlib(monkeypatch):
+    real = builtins.__import__
+
+    def fake(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError("no matplotlib (test)")
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", fake)
+
+
+def _has_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _run(argv, tmp_path, capsys):
+    from torch_tiled_gemm import bench
+
+    rc = bench.main(argv + ["--device", "cpu", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("wrote ")]
+    files = line[len("wrote "):].split(", ")
+    assert all(os.path.isfile(f) for f in files), files
+    return rc, files, out, err
+
+
+def _md_rows(md, first_cell):
+    return [ln for ln in md.splitlines() if ln.startswith(f"| {first_cell} |")]
+
+
+def _check_claims(files, err, n_cases):
+    """The files that exist are those claimed; the JSON's cases carry every
+    field; the .md's header numbers are the JSON's; a plot only with matplotlib."""
+    exts = {os.path.splitext(f)[1] for f in files}
+    base = os.path.splitext(files[0])[0]
+    folder = os.path.dirname(base)
+    assert sorted(os.listdir(folder)) == sorted(os.path.basename(f) for f in files)
+    if _has_matplotlib():
+        assert exts == {".json", ".md", ".png"} and os.path.getsize(base + ".png") > 0
+    else:
+        assert exts == {".json", ".md"} and "matplotlib not installed: no plot" in err
+    run = json.load(open(base + ".json"))
+    assert len(run["cases"]) == n_cases and run["stopped"] is None
+    for c in run["cases"]:
+        for k in FIELDS:
+            assert k in c, k
+        assert c["op"] == "gemm" and c["check"] == "ok" and c["ratio"] > 0 and c["kernel"].startswith("cpu_")
+    md = open(base + ".md").read()
+    for d, s in run["summary"].items():
+        sel = [c for c in run["cases"] if c["dtype"] == d]
+        geo = math.exp(sum(math.log(c["ratio"]) for c in sel) / len(sel))
+        below = sum(c["ratio"] < R.SLOW for c in sel)
+        assert f"## {d}: {len(sel)} GEMMs, geomean {geo:.3f}, {below} below {R.SLOW}, 0 failed the check" in md
+        assert s["cases"] == len(sel) and s["below"] == below
+    return run, md
+
+
+def test_shapes_cpu(tmp_path, capsys):
+    _extension()
+    rc, files, out, err = _run(["--shapes", "64x48x32,2x16x24x8:NT", "--dtype", "fp32", "--rounds", "1"],
+                               tmp_path, capsys)
+    assert rc == 0
+    assert all("-shapes-fp32" in f for f in files)
+    run, md = _check_claims(files, err, 2)
+    a, b = run["cases"]
+    assert (a["M"], a["N"], a["K"], a["batch"], a["layout"]) == (64, 48, 32, None, "NN")
+    assert (b["M"], b["N"], b["K"], b["batch"], b["layout"]) == (16, 24, 8, 2, "NT")
+    assert all(c["set"] == c["model"] == c["part"] == "user" and c["dtype"] == "fp32" for c in run["cases"])
+    # every GEMM has its row, with its ratio as in the JSON
+    for c, shape in ((a, "64×48×32 NN"), (b, "2×16×24×8 NT")):
+        (row,) = [ln for ln in md.splitlines() if f"| {shape} |" in ln]
+        assert row.startswith(f"| {c['ratio']:.3f} |") and "| ok |" in row
+    set_row, model_row = _md_rows(md, "user")  # the per-set table's row, the per-model table's
+    assert set_row.startswith("| user | 2 |") and "(2)" in model_row
+    assert "torch time / ours" in md or "higher = ours faster" in md
+
+
+def test_model_cpu(tmp_path, capsys):
+    _extension()
+    name = "CLIP-ViT-L/14-text"
+    rc, files, out, err = _run(["--model", name, "--limit", "2", "--dtype", "fp32", "--rounds", "1"],
+                               tmp_path, capsys)
+    assert rc == 0
+    run, md = _check_claims(files, err, 2)
+    assert run["kind"] == "model" and run["selection"]["model"] == name
+    assert all(c["model"] == name and name in c["models"] and c["set"] in ("tuned", "heldout") and
+               c["part"] in C.PARTS for c in run["cases"])
+    (row,) = _md_rows(md, name)  # the per-model row: the two GEMMs
+    assert "(2)" in row
+    for c in run["cases"]:
+        assert re.search(rf"^\| {c['ratio']:.3f} \| .*\| {re.escape(c['part'])} \|", md, re.M), c["id"]
+
+
+def test_no_plot_claimed_without_matplotlib(tmp_path, capsys, monkeypatch):
+    _extension()
+    _no_matplotlib(monkeypatch)
+    rc, files, out, err = _run(["--shapes", "32x32x32", "--dtype", "fp32", "--rounds", "1"], tmp_path, capsys)
+    assert rc == 0 and not any(f.endswith(".png") for f in files) and ".png" not in out
+    assert not list(tmp_path.glob("*.png")) and "matplotlib not installed: no plot" in err
+
+
+def test_runs_never_overwrite_and_fail_exits_1(tmp_path, capsys, monkeypatch):
+    _extension()
+    _no_matplotlib(monkeypatch)
+    argv = ["--shapes", "16x16x16", "--dtype", "fp32", "--rounds", "1"]
+    first = _run(argv, tmp_path, capsys)[1]
+    before = {f: open(f).read() for f in first}
+    real = R.check_error
+    monkeypatch.setattr(R, "check_error", lambda out, a, b, tf32=False: (1.0, real(out + 1, a, b, tf32)[1]))
+    rc, second, out, err = _run(argv, tmp_path, capsys)
+    assert rc == 1 and not set(first) & set(second)
+    assert all(open(f).read() == text for f, text in before.items())
+    run = json.load(open(second[0]))
+    assert run["cases"][0]["check"] == "FAIL" and run["cases"][0]["check_failures"]
+    assert "FAILED the accuracy check" in open(second[1]).read() and "FAIL" in err
+
+
+def test_selection_errors(capsys):
+    _extension()
+    from torch_tiled_gemm import bench
+
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--model", "Llama-9", "--device", "cpu"])
+    assert "Llama-3-8B" in str(e.value) and "generic" in str(e.value)  # the names to pick from
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--shapes", "64x64", "--device", "cpu"])
+    assert "MxNxK" in str(e.value)
+    with pytest.raises(SystemExit):
+        bench.main(["--dtype", "fp32", "--device", "cpu"])  # a corpus option without a corpus mode
+    assert "only with --corpus" in capsys.readouterr().err
+
+
+def test_parse_shapes():
+    (a, b, c) = R.parse_shapes("4096x4096x4096, 384x197x197x64:NT,4096x14336x4096:NT")
+    assert (a["M"], a["batch"], a["layout"], a["set"], a["part"]) == (4096, None, "NN", "user", "user")
+    assert a["gflop"] == pytest.approx(2 * 4096 ** 3 / 1e9)
+    # a shape of the corpus keeps its set, model and part
+    assert (b["batch"], b["M"], b["N"], b["K"], b["part"]) == (384, 197, 197, 64, "attn") and "ViT-S/16" in b["models"]
+    assert c["part"] == "fwd" and c["set"] in ("tuned", "heldout")
+    for bad in ("4096x4096", "0x4x4", "4x4x4:NX", "axbxc", ""):
+        with pytest.raises(SystemExit):
+            R.parse_shapes(bad)
+    assert R.resolve_models("llama-3-8b,GPT-2") == ["Llama-3-8B", "GPT-2"]
+
+
+def test_plot_contents():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+    from torch_tiled_gemm import bench
+
+    cases = []
+    for i, e in enumerate(C.corpus(models=("GPT-2", "BERT-base"))):
+        cases.append(dict(e, op="gemm", dtype="bf16", ratio=0.5 + 0.02 * i, kernel="k", check="ok"))
+    fig = R.figure(cases, "t", models=["GPT-2", "BERT-base"])
+    by_part, by_model = fig.axes[0], fig.axes[1]
+    assert by_part.get_xlabel() == by_model.get_xlabel() == bench.RATIO_LABEL
+    parts = [t.get_text().split(" (")[0] for t in by_part.get_yticklabels()]
+    assert parts == [p for p in C.PARTS if any(c["part"] == p for c in cases)]
+    assert [t.get_text().split(" (")[0] for t in by_model.get_yticklabels()] == ["BERT-base", "GPT-2"]
+    for ax in (by_part, by_model):
+        assert any(abs(ln.get_xdata()[0] - 1.0) < 1e-12 for ln in ax.get_lines())  # the line at 1.0
+    worst = min(cases, key=lambda c: c["ratio"])
+    notes = "\n".join(t.get_text() for ax in fig.axes for t in ax.texts)
+    assert f"1. {worst['ratio']:.2f}×" in notes
+    plt.close(fig)

@@ -1,6 +1,13 @@
 """Benchmark: tiled.gemm and TiledLinear against torch.matmul / nn.Linear.
 
     python -m torch_tiled_gemm.bench [--quick] [--out DIR]
+    python -m torch_tiled_gemm.bench --corpus [--set all|tuned|heldout] [--dtype bf16,...]
+    python -m torch_tiled_gemm.bench --model Llama-3-8B     (that model's GEMMs)
+    python -m torch_tiled_gemm.bench --shapes 4096x4096x4096,8x197x197x64:NT
+
+--corpus, --model and --shapes time the GEMMs of real models (or your own
+shapes) with the same protocol and checks: torch_tiled_gemm/corpus_bench.py
+says how, and what the files hold (ratio per model and part, the slowest).
 
 On a GPU: the shapes and dtypes of the performance targets, every layout at
 4096^3, and nn.Linear forward+backward at LLM shapes.  Each case is timed with
@@ -112,13 +119,17 @@ def time_ms(fn, device, warmup=GPU_WARMUP, rep=GPU_REP):
     return _cpu_time_ms(fn)
 
 
+def timing_words(device):
+    """How one side is timed in one round, in words."""
+    if device == "cuda":
+        return f"triton.testing.do_bench(warmup={GPU_WARMUP}, rep={GPU_REP}) median, L2 flushed"
+    return (f"torch.utils.benchmark.Timer.blocked_autorange(min_run_time={CPU_MIN_RUN_S}) median, "
+            f"{torch.get_num_threads()} threads")
+
+
 def protocol(device):
     """The timing protocol this run uses, in words (the header of the .md)."""
-    if device == "cuda":
-        each = f"triton.testing.do_bench(warmup={GPU_WARMUP}, rep={GPU_REP}) median, L2 flushed"
-    else:
-        each = (f"torch.utils.benchmark.Timer.blocked_autorange(min_run_time={CPU_MIN_RUN_S}) median, "
-                f"{torch.get_num_threads()} threads")
+    each = timing_words(device)
     return (f"GEMM and linear rows: paired interleaved, {ROUNDS} rounds, each side per round {each}, "
             f"alternating who goes first; ratio = median of per-round (torch time / ours), higher = ours faster. "
             f"Per-call rows: µs per call, wall time over {CALLS} calls after 50 warm-up calls, one sync at "
@@ -426,7 +437,8 @@ RATIO_LABEL = "torch time / ours (higher = ours faster)"
 
 
 def case_label(c):
-    return f"{c['op']} {c['dtype']} {c['M']}×{c['N']}×{c['K']} {c['layout']}"
+    batch = f"{c['batch']}×" if c.get("batch") not in (None, 1) else ""
+    return f"{c['op']} {c['dtype']} {batch}{c['M']}×{c['N']}×{c['K']} {c['layout']}"
 
 
 def plot_order(cases):
@@ -559,11 +571,19 @@ def main(argv=None):
     p.add_argument("--tag", default="", help="suffix for the result files (e.g. a variant's name)")
     p.add_argument("--threads", type=int, default=None,
                    help="CPU threads (torch.set_num_threads); default: torch's default")
+    from . import corpus_bench
+
+    corpus_bench.add_arguments(p)
     args = p.parse_args(argv)
     device = args.device
     if args.threads:
         torch.set_num_threads(args.threads)
     out = args.out or default_out()
+    if corpus_bench.used(args):
+        return corpus_bench.run(args, device, out)
+    extra = corpus_bench.stray(args, vars(p.parse_args([])))
+    if extra:
+        p.error(f"{', '.join(extra)}: only with --corpus, --model or --shapes")
     torch.manual_seed(0)
     cases_plan = plan(device, args.quick)
     info = env_info(device)
