@@ -15,12 +15,6 @@
 
 #include "gemm_problem.h"
 
-#if defined(__CUDACC__)
-#define TILED_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define TILED_HOST_DEVICE inline
-#endif
-
 namespace tiled {
 
 namespace epi_detail {

@@ -27,6 +27,14 @@
 #pragma once
 #include <cstdint>
 
+// Small helpers callable from host and device code (the header is compiled
+// by both compilers).
+#if defined(__CUDACC__)
+#define TILED_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define TILED_HOST_DEVICE inline
+#endif
+
 namespace tiled {
 
 enum class DType : int { f32 = 0, f64 = 1, f16 = 2, bf16 = 3 };
@@ -81,7 +89,7 @@ struct Epilogue {
   int64_t res_batch_stride = 0, res_row_stride = 0;
   void* pre = nullptr;
   int64_t pre_batch_stride = 0, pre_row_stride = 0;
-  bool any() const { return act != Activation::none || mul != nullptr || residual != nullptr || pre != nullptr; }
+  TILED_HOST_DEVICE bool any() const { return act != Activation::none || mul != nullptr || residual != nullptr || pre != nullptr; }
 };
 
 struct GemmProblem {

@@ -7,6 +7,7 @@
 //   3. the general SIMT kernel, which takes anything.
 #include "dispatch.h"
 #include "autotune.h"
+#include "epilogue.cuh"
 #include "hopper/hopper.h"
 #include "settings.h"
 
@@ -209,7 +210,16 @@ const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
     case Family::hopper: return hopper_gemm(p, dev, stream, workspace);
-    case Family::simt_fast: return simt_fast_gemm(p, dev, stream, workspace);
+    case Family::simt_fast: {
+      if (!p.epi.any()) return simt_fast_gemm(p, dev, stream, workspace);
+      // simt_fast does not fuse the epilogue (yet): a second, elementwise
+      // pass.  Its C is fp32, the accumulator itself, so the result is the
+      // fused one bit for bit.
+      GemmProblem q = p;
+      q.epi = Epilogue{};
+      if (const char* err = simt_fast_gemm(q, dev, stream, workspace)) return err;
+      return epilogue_pass(p, stream);
+    }
     case Family::simt_general: break;
   }
   return simt_general_gemm(p, dev, stream);
