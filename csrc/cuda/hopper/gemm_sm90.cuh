@@ -52,7 +52,6 @@
 #include <type_traits>
 
 #include "../../gemm_problem.h"
-#include "../epilogue.cuh"
 #include "../cluster_launch.h"
 #include "../cp_async.cuh"
 #include "../settings.h"
@@ -105,13 +104,6 @@ struct KernelArgs {
   int sk_tiles;
   float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
   int* sk_flags;       // [gridDim.x][2], all 0 at launch
-  // The fused epilogue (gemm_problem.h): 1 when epi.any().  Then the
-  // accumulators become act(acc + bias) * mul + residual in place, before
-  // whichever store path runs (the bias is not added again), in the caller's
-  // coordinates (transposed where c_trans).  Split-K applies it after its
-  // cluster reduction, stream-K after its partials are summed.
-  int epi_on;
-  Epilogue epi;
 };
 
 template <class T, int kBN_, bool kAMN_, bool kBMN_, int kCluster_ = 1, bool kPingPong_ = false,
@@ -616,38 +608,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const T* bias = static_cast<const T*>(args.bias);
       // First row of the m-th 64-row slab this warpgroup stores.
       auto slab_row = [&](int m) { return static_cast<int64_t>(tile_m) * kBM + (Cfg::kPingPong ? m : cw) * 64; };
-      if (args.epi_on) {
-        // The fused epilogue, once over the fragment (warp-uniform branch;
-        // one unrolled loop per activation, chosen once per tile): element
-        // (row, col) of this problem is the caller's (col, row) where C^T is
-        // stored, and its bias is then indexed by the row.
-        bool trans = false;
-        if constexpr (Cfg::kCTrans) trans = Cfg::kSwappedOnly || args.c_trans;
-        with_activation(args.epi.act, [&](auto act) {
-          constexpr Activation kAct = decltype(act)::value;
-#pragma unroll
-          for (int m = 0; m < kSubM; ++m) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int64_t row = slab_row(m) + warp * 16 + lane / 4 + 8 * h;
-              if (row >= args.M) continue;
-#pragma unroll
-              for (int j = 0; j < kBN / 8; ++j) {
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                  const int col = col_base + 8 * j + e;
-                  if (col >= args.N) continue;
-                  float v = acc[m][4 * j + 2 * h + e];
-                  if (bias) v += OutCast<T>::load(bias + (trans ? row : col));
-                  acc[m][4 * j + 2 * h + e] =
-                      epilogue_element<T, kAct>(args.epi, v, tc.b, trans ? col : row, trans ? row : col);
-                }
-              }
-            }
-          }
-        });
-        bias = nullptr;  // added above
-      }
       if constexpr (Cfg::kCTrans) {
         if (Cfg::kSwappedOnly || args.c_trans) {
           // C^T: this thread's rows are columns of the caller's C (and index
@@ -1106,10 +1066,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             x += OutCast<T>::load(bias + col);
             if (has_second) y += OutCast<T>::load(bias + col + 1);
           }
-          if (args.epi_on) {  // after the reduction (split-K never stores C^T)
-            x = epilogue_element_rt<T, float>(args.epi, x, tc.b, row, col);
-            if (has_second) y = epilogue_element_rt<T, float>(args.epi, y, tc.b, row, col + 1);
-          }
           store_pair_checked(out + col, x, y, has_second, args.c_pairs_aligned != 0);
         }
       }
@@ -1247,8 +1203,6 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.c_batch_stride = p.c_batch_stride;
   args.c_row_stride = p.c_row_stride;
   args.bias = p.bias;
-  args.epi_on = p.epi.any() ? 1 : 0;
-  args.epi = p.epi;
 
   if constexpr (Cfg::kSplitK) {
     // One cluster of c.split_k CTAs (along K) per output tile.
