@@ -2,6 +2,14 @@
 //
 //   C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]  (+ bias[n])
 //
+// optionally followed by an epilogue (GemmProblem::epi), in this order:
+//   pre  = acc + bias                 (stored to epi.pre when asked: the
+//                                      pre-activation a backward needs)
+//   C    = act(pre) * mul + residual  (each part only where present)
+// All of it is applied to the fp32 (fp64) accumulator before the one
+// rounding to the output dtype; it is a runtime argument (no kernel
+// instantiation depends on it).
+//
 // Torch-free on purpose: kernels (CPU and CUDA) include only this header, so
 // each can be read, tested and reused without ATen.  All strides are in
 // elements, not bytes.  The registration layer guarantees, before any kernel
@@ -18,6 +26,14 @@
 //     K == 0 is handled by the caller (zeros + bias).
 #pragma once
 #include <cstdint>
+
+// Small helpers callable from host and device code (the header is compiled
+// by both compilers).
+#if defined(__CUDACC__)
+#define TILED_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define TILED_HOST_DEVICE inline
+#endif
 
 namespace tiled {
 
@@ -55,6 +71,27 @@ struct Operand {
   bool row_major() const { return col_stride == 1; }
 };
 
+// Elementwise activations of the epilogue (numbering shared with the ops'
+// string argument, see csrc/epilogue_math.h for the formulas).
+enum class Activation : int { none = 0, relu = 1, gelu_erf = 2, gelu_tanh = 3, silu = 4 };
+
+// The optional epilogue.  mul, residual and pre are [batch, M, N] tensors of
+// the operands' dtype in the CALLER's orientation (a kernel that runs the
+// problem swapped, C^T = B^T A^T, indexes them transposed, as it does C),
+// each with a unit column stride and its own row and batch strides (batch
+// stride 0: broadcast over the batch).  pre is written (acc + bias, rounded
+// once); mul and residual are read.
+struct Epilogue {
+  Activation act = Activation::none;
+  const void* mul = nullptr;  // C = act(pre) * mul (+ residual): the gated-MLP product
+  int64_t mul_batch_stride = 0, mul_row_stride = 0;
+  const void* residual = nullptr;
+  int64_t res_batch_stride = 0, res_row_stride = 0;
+  void* pre = nullptr;
+  int64_t pre_batch_stride = 0, pre_row_stride = 0;
+  TILED_HOST_DEVICE bool any() const { return act != Activation::none || mul != nullptr || residual != nullptr || pre != nullptr; }
+};
+
 struct GemmProblem {
   int64_t M = 0, N = 0, K = 0, batch = 1;
   DType dtype = DType::f32;
@@ -67,6 +104,8 @@ struct GemmProblem {
   // float32 only: the user allowed TF32 tensor-core math (PyTorch's
   // allow_tf32 / float32_matmul_precision != "highest").
   bool allow_tf32 = false;
+  // act / mul / residual / pre (see Epilogue); epi.any() false: plain GEMM.
+  Epilogue epi;
 };
 
 // Tiles of size b that cover a (host code: grid and tile counts).

@@ -20,6 +20,21 @@ at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optiona
   return g.out;
 }
 
+std::tuple<at::Tensor, at::Tensor> gemm_epilogue_cpu(const at::Tensor& a, const at::Tensor& b,
+                                                     const std::optional<at::Tensor>& bias, c10::string_view act,
+                                                     const std::optional<at::Tensor>& mul,
+                                                     const std::optional<at::Tensor>& residual, bool save_pre) {
+  const cuda::EnvSnapshot env;
+  EpilogueArgs e;
+  e.act = parse_activation(act, "tiled.gemm_epilogue");
+  e.mul = mul;
+  e.residual = residual;
+  e.save_pre = save_pre;
+  PreparedGemm g = prepare_gemm(a, b, bias, "tiled.gemm_epilogue", &e);
+  if (!g.done) cpu::gemm(g.problem);
+  return {g.out, save_pre ? g.pre : at::empty({0}, a.options())};
+}
+
 at::Tensor gemm_ladder_cpu(const at::Tensor& a, const at::Tensor& b, int64_t step) {
   check_gemm_args(a, b, std::nullopt, "tiled.gemm_ladder");
   TILED_CHECK(false, "tiled.gemm_ladder: the kernel ladder runs on CUDA tensors only, got ", a.device());
@@ -118,16 +133,16 @@ at::Tensor gemm_autograd(const at::Tensor& a, const at::Tensor& b, const std::op
 
 // SymInt-only: the Autograd kernel runs these checks on symbolic sizes under
 // torch.compile, and reading a plain int size would specialise every dim.
-void check_linear_args(const at::Tensor& x, const at::Tensor& weight) {
-  TILED_CHECK(weight.dim() == 2, "tiled.linear: weight must be 2-D [out_features, in_features], got shape ",
+void check_linear_args(const at::Tensor& x, const at::Tensor& weight, const char* op = "tiled.linear") {
+  TILED_CHECK(weight.dim() == 2, op, ": weight must be 2-D [out_features, in_features], got shape ",
               weight.sym_sizes());
-  TILED_CHECK(x.dim() >= 1, "tiled.linear: input must be at least 1-D");
+  TILED_CHECK(x.dim() >= 1, op, ": input must be at least 1-D");
   // nn.Linear's words for an input of another dtype than the module's
   // (before the bias check, which would otherwise report the bias).
-  TILED_CHECK(x.scalar_type() == weight.scalar_type(), "tiled.linear: mat1 and mat2 must have the same dtype, but got ",
+  TILED_CHECK(x.scalar_type() == weight.scalar_type(), op, ": mat1 and mat2 must have the same dtype, but got ",
               x.scalar_type(), " and ", weight.scalar_type());
   TILED_SYM_CHECK(x.sym_size(-1).sym_eq(weight.sym_size(1)),
-                  "tiled.linear: mat1 and mat2 shapes cannot be multiplied (input ", x.sym_sizes(), " and weight^T ",
+                  op, ": mat1 and mat2 shapes cannot be multiplied (input ", x.sym_sizes(), " and weight^T ",
                   weight.sym_size(1), "x", weight.sym_size(0), ")");
 }
 
@@ -187,6 +202,210 @@ at::Tensor linear_autograd(const at::Tensor& x, const at::Tensor& weight, const 
 }
 
 // ---------------------------------------------------------------------------
+// Fused epilogues (docs/fused.md).  gemm_epilogue is the backend op (CPU and
+// CUDA kernels, no autograd of its own); linear_act and gated_linear are
+// built on it, with their own autograd nodes.
+
+using GemmEpilogueSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                           const std::optional<at::Tensor>&, c10::string_view,
+                                                           const std::optional<at::Tensor>&,
+                                                           const std::optional<at::Tensor>&, bool);
+
+std::tuple<at::Tensor, at::Tensor> call_gemm_epilogue(const at::Tensor& a, const at::Tensor& b,
+                                                      const std::optional<at::Tensor>& bias, c10::string_view act,
+                                                      const std::optional<at::Tensor>& mul,
+                                                      const std::optional<at::Tensor>& residual, bool save_pre) {
+  static const auto op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("tiled::gemm_epilogue", "").typed<GemmEpilogueSig>();
+  return op.call(a, b, bias, act, mul, residual, save_pre);
+}
+
+// d act(z) / dz * g, with torch's own backward ops (differentiable, so a
+// double backward works).
+at::Tensor activation_backward(const at::Tensor& g, const at::Tensor& z, Activation act) {
+  switch (act) {
+    case Activation::relu: return at::threshold_backward(g, z, 0);
+    case Activation::gelu_erf: return at::gelu_backward(g, z);
+    case Activation::gelu_tanh: return at::gelu_backward(g, z, "tanh");
+    case Activation::silu: return at::silu_backward(g, z);
+    default: return g;
+  }
+}
+
+std::optional<at::Tensor> opt_matrix(const std::optional<at::Tensor>& t) {
+  if (!t.has_value()) return std::nullopt;
+  return as_matrix(*t);
+}
+
+void check_residual(const std::optional<at::Tensor>& residual, const at::Tensor& x, const at::Tensor& weight,
+                    const char* op) {
+  if (!residual.has_value()) return;
+  const auto shape = linear_out_shape(x, weight);
+  bool same = residual->dim() == static_cast<int64_t>(shape.size());
+  for (size_t d = 0; same && d < shape.size(); ++d) same = residual->sym_size(d).sym_eq(shape[d]).guard_bool(__FILE__, __LINE__);
+  TILED_CHECK(same, op, ": residual must have the output's shape, got ", residual->sym_sizes());
+}
+
+// linear_act(x, weight, bias, act, residual) = act(x @ weight^T + bias) + residual.
+at::Tensor linear_act_impl(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                           c10::string_view act, const std::optional<at::Tensor>& residual) {
+  check_linear_args(x, weight, "tiled.linear_act");
+  check_residual(residual, x, weight, "tiled.linear_act");
+  auto out = std::get<0>(call_gemm_epilogue(as_matrix(x), weight.t(), bias, act, std::nullopt, opt_matrix(residual),
+                                            false));
+  return out.reshape_symint(linear_out_shape(x, weight));
+}
+
+bool any_requires_grad(std::initializer_list<const at::Tensor*> ts) {
+  for (const at::Tensor* t : ts)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+// Backward keeps the pre-activation z = x W^T + b that the forward's
+// epilogue stored beside the output (one tensor of the output's size, what
+// torch's own Linear + activation saves too), instead of recomputing it
+// with a second GEMM.
+class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const std::optional<at::Tensor>& bias, c10::string_view act,
+                            const std::optional<at::Tensor>& residual) {
+    const Activation a = parse_activation(act, "tiled.linear_act");
+    const at::Tensor none;
+    const bool need_pre = a != Activation::none &&
+                          any_requires_grad({&x, &weight, bias.has_value() ? &*bias : &none});
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [out, pre] =
+        call_gemm_epilogue(as_matrix(x), weight.t(), bias, act, std::nullopt, opt_matrix(residual), need_pre);
+    ctx->save_for_backward({x, weight, need_pre ? pre : at::Tensor()});
+    ctx->saved_data["has_bias"] = bias.has_value();
+    ctx->saved_data["has_residual"] = residual.has_value();
+    ctx->saved_data["act"] = static_cast<int64_t>(a);
+    return out.reshape_symint(linear_out_shape(x, weight));
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor& pre = saved[2];
+    const auto act = static_cast<Activation>(ctx->saved_data["act"].toInt());
+    at::Tensor grad_x, grad_w, grad_b, grad_r;
+    if (!grads[0].defined()) return {grad_x, grad_w, grad_b, at::Tensor(), grad_r};
+    // needs_input_grad counts tensor arguments only (an absent optional is none).
+    const bool has_bias = ctx->saved_data["has_bias"].toBool();
+    if (ctx->saved_data["has_residual"].toBool() && ctx->needs_input_grad(has_bias ? 3 : 2)) grad_r = grads[0];
+    const at::Tensor g = as_matrix(grads[0]);
+    const at::Tensor dz = act == Activation::none || !pre.defined() ? g : activation_backward(g, pre, act);
+    if (ctx->needs_input_grad(0)) grad_x = call_gemm(dz, weight, std::nullopt).reshape_symint(x.sym_sizes());
+    if (ctx->needs_input_grad(1)) grad_w = call_gemm(dz.t(), as_matrix(x), std::nullopt);
+    if (has_bias && ctx->needs_input_grad(2)) grad_b = dz.sum(0);
+    return {grad_x, grad_w, grad_b, at::Tensor(), grad_r};
+  }
+};
+
+at::Tensor linear_act_autograd(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                               c10::string_view act, const std::optional<at::Tensor>& residual) {
+  check_linear_args(x, weight, "tiled.linear_act");
+  check_bias(bias, weight.sym_size(0), x, "tiled.linear_act");
+  check_residual(residual, x, weight, "tiled.linear_act");
+  parse_activation(act, "tiled.linear_act");
+  return LinearActFunction::apply(x, weight, bias, act, residual);
+}
+
+void check_gated_args(const at::Tensor& x, const at::Tensor& w_gate, const at::Tensor& w_up,
+                      const std::optional<at::Tensor>& b_gate, const std::optional<at::Tensor>& b_up) {
+  check_linear_args(x, w_gate, "tiled.gated_linear");
+  check_linear_args(x, w_up, "tiled.gated_linear");
+  TILED_SYM_CHECK(w_gate.sym_size(0).sym_eq(w_up.sym_size(0)),
+                  "tiled.gated_linear: w_gate and w_up must have the same number of rows, got ", w_gate.sym_sizes(),
+                  " and ", w_up.sym_sizes());
+  check_bias(b_gate, w_gate.sym_size(0), x, "tiled.gated_linear");
+  check_bias(b_up, w_up.sym_size(0), x, "tiled.gated_linear");
+}
+
+// gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+//   = act(x @ w_gate^T + b_gate) * (x @ w_up^T + b_up)
+// as two GEMMs: the first applies act in its epilogue, the second multiplies
+// by the first's output in its own epilogue (so `up` is never written
+// unless the backward needs it).
+at::Tensor gated_linear_impl(const at::Tensor& x, const at::Tensor& w_gate, const at::Tensor& w_up,
+                             c10::string_view act, const std::optional<at::Tensor>& b_gate,
+                             const std::optional<at::Tensor>& b_up) {
+  check_gated_args(x, w_gate, w_up, b_gate, b_up);
+  const at::Tensor x2 = as_matrix(x);
+  const at::Tensor h = std::get<0>(call_gemm_epilogue(x2, w_gate.t(), b_gate, act, std::nullopt, std::nullopt, false));
+  const at::Tensor out = std::get<0>(call_gemm_epilogue(x2, w_up.t(), b_up, "none", h, std::nullopt, false));
+  return out.reshape_symint(linear_out_shape(x, w_gate));
+}
+
+// Saves the gate's pre-activation and `up` (two [tokens, hidden] tensors;
+// torch's unfused chain saves three: gate, act(gate), up); act(gate) is
+// recomputed elementwise in the backward.
+class GatedLinearFunction : public torch::autograd::Function<GatedLinearFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w_gate,
+                            const at::Tensor& w_up, c10::string_view act, const std::optional<at::Tensor>& b_gate,
+                            const std::optional<at::Tensor>& b_up) {
+    const Activation a = parse_activation(act, "tiled.gated_linear");
+    const at::Tensor none;
+    const bool need = any_requires_grad({&x, &w_gate, &w_up, b_gate.has_value() ? &*b_gate : &none,
+                                         b_up.has_value() ? &*b_up : &none});
+    at::AutoDispatchBelowADInplaceOrView guard;
+    const at::Tensor x2 = as_matrix(x);
+    auto [h, zg] = call_gemm_epilogue(x2, w_gate.t(), b_gate, act, std::nullopt, std::nullopt, need);
+    auto [out, up] = call_gemm_epilogue(x2, w_up.t(), b_up, "none", h, std::nullopt, need);
+    ctx->save_for_backward({x, w_gate, w_up, need ? zg : at::Tensor(), need ? up : at::Tensor()});
+    ctx->saved_data["has_b_gate"] = b_gate.has_value();
+    ctx->saved_data["has_b_up"] = b_up.has_value();
+    ctx->saved_data["act"] = static_cast<int64_t>(a);
+    return out.reshape_symint(linear_out_shape(x, w_gate));
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& w_gate = saved[1];
+    const at::Tensor& w_up = saved[2];
+    const at::Tensor& zg = saved[3];
+    const at::Tensor& up = saved[4];
+    const auto act = static_cast<Activation>(ctx->saved_data["act"].toInt());
+    at::Tensor grad_x, grad_wg, grad_wu, grad_bg, grad_bu;
+    if (!grads[0].defined()) return {grad_x, grad_wg, grad_wu, at::Tensor(), grad_bg, grad_bu};
+    const at::Tensor g = as_matrix(grads[0]);  // [tokens, hidden]
+    const at::Tensor h = activation_torch(zg, act);
+    const at::Tensor d_up = g * h;
+    const at::Tensor d_gate = activation_backward(g * up, zg, act);
+    const at::Tensor x2 = as_matrix(x);
+    if (ctx->needs_input_grad(0)) {
+      // dx = d_gate W_gate + d_up W_up: the second GEMM adds the first's
+      // result in its epilogue (residual).
+      const at::Tensor part = call_gemm(d_gate, w_gate, std::nullopt);
+      grad_x = std::get<0>(call_gemm_epilogue(d_up, w_up, std::nullopt, "none", std::nullopt, part, false))
+                   .reshape_symint(x.sym_sizes());
+    }
+    if (ctx->needs_input_grad(1)) grad_wg = call_gemm(d_gate.t(), x2, std::nullopt);
+    if (ctx->needs_input_grad(2)) grad_wu = call_gemm(d_up.t(), x2, std::nullopt);
+    // needs_input_grad counts tensor arguments only (an absent optional is none).
+    const bool has_bg = ctx->saved_data["has_b_gate"].toBool();
+    if (has_bg && ctx->needs_input_grad(3)) grad_bg = d_gate.sum(0);
+    if (ctx->saved_data["has_b_up"].toBool() && ctx->needs_input_grad(has_bg ? 4 : 3)) grad_bu = d_up.sum(0);
+    return {grad_x, grad_wg, grad_wu, at::Tensor(), grad_bg, grad_bu};
+  }
+};
+
+at::Tensor gated_linear_autograd(const at::Tensor& x, const at::Tensor& w_gate, const at::Tensor& w_up,
+                                 c10::string_view act, const std::optional<at::Tensor>& b_gate,
+                                 const std::optional<at::Tensor>& b_up) {
+  check_gated_args(x, w_gate, w_up, b_gate, b_up);
+  parse_activation(act, "tiled.gated_linear");
+  return GatedLinearFunction::apply(x, w_gate, w_up, act, b_gate, b_up);
+}
+
+// ---------------------------------------------------------------------------
 // Autocast: like aten::mm, run in the autocast dtype (a "lower precision
 // fp" op).
 
@@ -208,6 +427,13 @@ TORCH_LIBRARY(tiled, m) {
   m.def("gemm(Tensor a, Tensor b, Tensor? bias=None) -> Tensor");
   m.def("linear(Tensor x, Tensor weight, Tensor? bias=None) -> Tensor");
   m.def("gemm_ladder(Tensor a, Tensor b, int step) -> Tensor");
+  m.def(
+      "gemm_epilogue(Tensor a, Tensor b, Tensor? bias=None, str act=\"none\", Tensor? mul=None, "
+      "Tensor? residual=None, bool save_pre=False) -> (Tensor, Tensor)");
+  m.def("linear_act(Tensor x, Tensor weight, Tensor? bias=None, str act=\"none\", Tensor? residual=None) -> Tensor");
+  m.def(
+      "gated_linear(Tensor x, Tensor w_gate, Tensor w_up, str act=\"silu\", Tensor? b_gate=None, "
+      "Tensor? b_up=None) -> Tensor");
   m.def("gemm_kernel_name(Tensor a, Tensor b) -> str");
   // The dispatch class of a @ b, then the settings the tuner times for it
   // (torch_tiled_gemm/tune.py); the CPU has one kernel: ["cpu", "-"].
@@ -217,16 +443,23 @@ TORCH_LIBRARY(tiled, m) {
 TORCH_LIBRARY_IMPL(tiled, CPU, m) {
   m.impl("gemm", &gemm_cpu);
   m.impl("gemm_ladder", &gemm_ladder_cpu);
+  m.impl("gemm_epilogue", &gemm_epilogue_cpu);
   m.impl("gemm_kernel_name", &gemm_kernel_name_cpu);
   m.impl("gemm_tuning", &gemm_tuning_cpu);
 }
 
 // linear's backend kernel is the same for every device: reshape + gemm.
-TORCH_LIBRARY_IMPL(tiled, CompositeExplicitAutograd, m) { m.impl("linear", &linear_impl); }
+TORCH_LIBRARY_IMPL(tiled, CompositeExplicitAutograd, m) {
+  m.impl("linear", &linear_impl);
+  m.impl("linear_act", &linear_act_impl);
+  m.impl("gated_linear", &gated_linear_impl);
+}
 
 TORCH_LIBRARY_IMPL(tiled, Autograd, m) {
   m.impl("gemm", &gemm_autograd);
   m.impl("linear", &linear_autograd);
+  m.impl("linear_act", &linear_act_autograd);
+  m.impl("gated_linear", &gated_linear_autograd);
 }
 
 TORCH_LIBRARY_IMPL(tiled, Autocast, m) {

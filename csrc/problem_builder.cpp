@@ -1,5 +1,6 @@
 #include "problem_builder.h"
 
+#include "epilogue_math.h"
 #include "error_message.h"
 
 
@@ -46,7 +47,43 @@ Operand make_operand(const at::Tensor& t, at::Tensor& storage) {
   return op;
 }
 
+// An epilogue operand (mul / residual) as the kernels read it: the output's
+// shape, a unit column stride; where the batch was folded into M, evenly
+// spaced rows.  Copies only when it has neither.
+void epilogue_operand(const at::Tensor& t, bool fold, at::Tensor& storage, const void*& ptr, int64_t& batch_stride,
+                      int64_t& row_stride) {
+  const int64_t M = t.size(-2), N = t.size(-1);
+  const bool unit_col = N <= 1 || t.stride(-1) == 1;
+  const bool rows_even = !fold || M <= 1 || t.stride(0) == M * t.stride(-2);
+  storage = unit_col && rows_even ? t : t.contiguous();
+  ptr = storage.data_ptr();
+  if (fold) {  // [batch, M, N] read as [batch * M, N]
+    row_stride = M > 1 ? storage.stride(1) : storage.stride(0);
+    batch_stride = 0;
+  } else {
+    row_stride = M > 1 ? storage.stride(-2) : std::max<int64_t>(N, 1);
+    batch_stride = storage.dim() == 3 && storage.size(0) > 1 ? storage.stride(0) : 0;
+  }
+}
+
 }  // namespace
+
+Activation parse_activation(c10::string_view name, const char* op_name) {
+  const int a = activation_from_name(std::string(name).c_str());
+  TILED_CHECK(a >= 0, op_name, ": unknown activation '", std::string(name),
+              "' (choose one of: none, relu, gelu_erf, gelu_tanh, silu)");
+  return static_cast<Activation>(a);
+}
+
+at::Tensor activation_torch(const at::Tensor& x, Activation act) {
+  switch (act) {
+    case Activation::relu: return at::relu(x);
+    case Activation::gelu_erf: return at::gelu(x);
+    case Activation::gelu_tanh: return at::gelu(x, "tanh");
+    case Activation::silu: return at::silu(x);
+    default: return x;
+  }
+}
 
 DType to_dtype(at::ScalarType t) {
   switch (t) {
@@ -102,10 +139,25 @@ std::vector<int64_t> check_gemm_args(const at::Tensor& a, const at::Tensor& b,
 }
 
 PreparedGemm prepare_gemm(const at::Tensor& a_in, const at::Tensor& b_in,
-                          const std::optional<at::Tensor>& bias, const char* op_name) {
+                          const std::optional<at::Tensor>& bias, const char* op_name,
+                          const EpilogueArgs* epi) {
   PreparedGemm r;
   const auto shape = check_gemm_args(a_in, b_in, bias, op_name);
+  const EpilogueArgs none;
+  const EpilogueArgs& e = epi ? *epi : none;
+  // Checked before any early return, so every shape rejects the same inputs.
+  for (const auto* t : {&e.mul, &e.residual}) {
+    if (!t->has_value()) continue;
+    const char* what = t == &e.mul ? "mul" : "residual";
+    TILED_CHECK((*t)->sizes().vec() == shape, op_name, ": ", what, " must have the output's shape ",
+                c10::IntArrayRef(shape), ", got ", (*t)->sizes());
+    TILED_CHECK((*t)->scalar_type() == a_in.scalar_type(), op_name, ": ", what, " dtype ", (*t)->scalar_type(),
+                " differs from the operands' dtype ", a_in.scalar_type());
+    TILED_CHECK((*t)->device() == a_in.device(), op_name, ": ", what, " is on ", (*t)->device(),
+                " but the operands are on ", a_in.device());
+  }
   r.out = at::empty(shape, a_in.options().memory_format(at::MemoryFormat::Contiguous));
+  if (e.save_pre) r.pre = at::empty(shape, a_in.options().memory_format(at::MemoryFormat::Contiguous));
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   const int64_t batch = shape.size() == 3 ? shape[0] : 1;
   if (r.out.numel() == 0) {
@@ -115,6 +167,10 @@ PreparedGemm prepare_gemm(const at::Tensor& a_in, const at::Tensor& b_in,
   if (K == 0) {
     if (bias.has_value()) r.out.copy_(bias->expand_as(r.out));
     else r.out.zero_();
+    if (e.save_pre) r.pre.copy_(r.out);
+    if (e.act != Activation::none) r.out.copy_(activation_torch(r.out, e.act));
+    if (e.mul.has_value()) r.out.mul_(*e.mul);
+    if (e.residual.has_value()) r.out.add_(*e.residual);
     r.done = true;
     return r;
   }
@@ -145,6 +201,17 @@ PreparedGemm prepare_gemm(const at::Tensor& a_in, const at::Tensor& b_in,
   p.c = r.out.data_ptr();
   p.c_row_stride = N;
   p.c_batch_stride = (!fold && r.out.dim() == 3) ? M * N : 0;
+  Epilogue& pe = p.epi;
+  pe.act = e.act;
+  if (e.mul.has_value())
+    epilogue_operand(*e.mul, fold, r.mul_storage, pe.mul, pe.mul_batch_stride, pe.mul_row_stride);
+  if (e.residual.has_value())
+    epilogue_operand(*e.residual, fold, r.res_storage, pe.residual, pe.res_batch_stride, pe.res_row_stride);
+  if (e.save_pre) {
+    pe.pre = r.pre.data_ptr();
+    pe.pre_row_stride = p.c_row_stride;
+    pe.pre_batch_stride = p.c_batch_stride;
+  }
   return r;
 }
 

@@ -11,11 +11,21 @@
 
 namespace tiled {
 
+// The epilogue's tensors and activation (gemm_problem.h's Epilogue): mul and
+// residual of the output's shape and dtype; save_pre allocates `pre`, the
+// pre-activation acc + bias, beside the output.
+struct EpilogueArgs {
+  Activation act = Activation::none;
+  std::optional<at::Tensor> mul, residual;
+  bool save_pre = false;
+};
+
 struct PreparedGemm {
   GemmProblem problem;
   at::Tensor out;
+  at::Tensor pre;  // defined only with EpilogueArgs::save_pre
   // Keep-alive for operands that had to be copied (no unit stride).
-  at::Tensor a_storage, b_storage, bias_storage;
+  at::Tensor a_storage, b_storage, bias_storage, mul_storage, res_storage;
   // True when there is nothing for a kernel to do (empty output or K == 0);
   // `out` already holds the answer then.
   bool done = false;
@@ -32,7 +42,15 @@ std::vector<int64_t> check_gemm_args(const at::Tensor& a, const at::Tensor& b,
                                      const char* op_name);
 
 PreparedGemm prepare_gemm(const at::Tensor& a, const at::Tensor& b,
-                          const std::optional<at::Tensor>& bias, const char* op_name);
+                          const std::optional<at::Tensor>& bias, const char* op_name,
+                          const EpilogueArgs* epi = nullptr);
+
+// "none", "relu", "gelu_erf", "gelu_tanh", "silu" -> Activation (throws on
+// anything else, naming the choices).
+Activation parse_activation(c10::string_view name, const char* op_name);
+
+// act(x) with torch's own ops (the reference, and the K == 0 case).
+at::Tensor activation_torch(const at::Tensor& x, Activation act);
 
 DType to_dtype(at::ScalarType t);
 

@@ -103,3 +103,60 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     _require_tensor("linear", "weight", 2, weight)
     _require_tensor("linear", "bias", 3, bias, optional=True)
     return _linear(x, weight, bias)
+
+
+_linear_act = torch.ops.tiled.linear_act.default
+_gated_linear = torch.ops.tiled.gated_linear.default
+
+# Spellings accepted for the epilogue's activations (the op takes the first
+# column's names).
+_ACT_ALIASES = {
+    None: "none", "none": "none", "identity": "none",
+    "relu": "relu",
+    "gelu": "gelu_erf", "gelu_erf": "gelu_erf",
+    "gelu_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
+    "silu": "silu", "swish": "silu",
+}
+
+
+def activation_name(activation) -> str:
+    """The op's name for `activation`: None / "none", "relu", "gelu" (erf),
+    "gelu_tanh", "silu" and a few aliases (HF's "gelu_new", "swish", ...)."""
+    try:
+        return _ACT_ALIASES[activation]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unsupported activation {activation!r} (supported: none, relu, gelu / gelu_erf, gelu_tanh, silu)"
+        ) from None
+
+
+def linear_act(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    activation: Optional[str] = "none",
+    residual: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """act(x @ weight^T + bias) + residual in one GEMM: the activation and the
+    residual add run in the GEMM's epilogue (docs/fused.md)."""
+    _require_tensor("linear_act", "input", 1, x)
+    _require_tensor("linear_act", "weight", 2, weight)
+    _require_tensor("linear_act", "bias", 3, bias, optional=True)
+    _require_tensor("linear_act", "residual", 5, residual, optional=True)
+    return _linear_act(x, weight, bias, activation_name(activation), residual)
+
+
+def gated_linear(
+    x: torch.Tensor,
+    w_gate: torch.Tensor,
+    w_up: torch.Tensor,
+    activation: str = "silu",
+    b_gate: Optional[torch.Tensor] = None,
+    b_up: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """act(x @ w_gate^T + b_gate) * (x @ w_up^T + b_up): SwiGLU (silu) / GeGLU
+    (gelu) gated MLP input projection (docs/fused.md)."""
+    _require_tensor("gated_linear", "input", 1, x)
+    _require_tensor("gated_linear", "w_gate", 2, w_gate)
+    _require_tensor("gated_linear", "w_up", 3, w_up)
+    return _gated_linear(x, w_gate, w_up, activation_name(activation), b_gate, b_up)

@@ -4,7 +4,7 @@ from typing import Callable, Optional
 import torch
 from torch import nn
 
-from .functional import linear
+from .functional import activation_name, linear, linear_act
 
 
 class TiledLinear(nn.Linear):
@@ -14,10 +14,26 @@ class TiledLinear(nn.Linear):
     (it is a subclass), so nn.Linear checkpoints load into it and anything that
     accepts nn.Linear (tensor-parallel styles, FSDP, quantisation filters)
     accepts it too.
+
+    `activation` ("relu", "gelu", "gelu_tanh", "silu"; default none) runs in
+    the GEMM's epilogue: act(x @ W^T + b) in one kernel.  It is a module
+    attribute, not state: checkpoints are nn.Linear's.
     """
 
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None,
+                 activation: Optional[str] = None) -> None:
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        self.activation = activation_name(activation)
+
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        act = getattr(self, "activation", "none")
+        if act != "none":
+            return linear_act(input, self.weight, self.bias, act)
         return linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        act = getattr(self, "activation", "none")
+        return super().extra_repr() + ("" if act == "none" else f", activation={act}")
 
     @classmethod
     def from_linear(cls, lin: nn.Linear) -> "TiledLinear":
@@ -27,6 +43,7 @@ class TiledLinear(nn.Linear):
         # dict so the two modules stay independent, but keep the values, so
         # the Parameters are the same objects.
         new.__dict__.update({k: (v.copy() if isinstance(v, dict) else v) for k, v in lin.__dict__.items()})
+        new.activation = getattr(lin, "activation", "none")
         return new
 
 

@@ -101,3 +101,94 @@ def _linear_fake(x, weight, bias=None):
 @torch.library.register_fake("tiled::gemm_ladder")
 def _gemm_ladder_fake(a, b, step):
     return a.new_empty(_check_args(a, b, None, "tiled.gemm_ladder"))
+
+
+ACTIVATIONS = ("none", "relu", "gelu_erf", "gelu_tanh", "silu")
+
+
+def _check_act(act, op):
+    torch._check(
+        act in ACTIVATIONS,
+        lambda: f"{op}: unknown activation '{act}' (choose one of: none, relu, gelu_erf, gelu_tanh, silu)",
+    )
+
+
+def _check_like_out(t, shape, name, like, op):
+    if t is None:
+        return
+    torch._check(
+        t.dim() == len(shape) and all(a == b for a, b in zip(t.shape, shape)),
+        lambda: f"{op}: {name} must have the output's shape {tuple(shape)}, got {tuple(t.shape)}",
+    )
+    torch._check(
+        t.dtype == like.dtype,
+        lambda: f"{op}: {name} dtype {_scalar_type(t.dtype)} differs from the operands' dtype "
+        f"{_scalar_type(like.dtype)}",
+    )
+
+
+@torch.library.register_fake("tiled::gemm_epilogue")
+def _gemm_epilogue_fake(a, b, bias=None, act="none", mul=None, residual=None, save_pre=False):
+    op = "tiled.gemm_epilogue"
+    shape = _check_args(a, b, bias, op)
+    _check_act(act, op)
+    _check_like_out(mul, shape, "mul", a, op)
+    _check_like_out(residual, shape, "residual", a, op)
+    out = a.new_empty(shape)
+    return out, (a.new_empty(shape) if save_pre else a.new_empty((0,)))
+
+
+def _linear_shape(x, weight, op):
+    torch._check(weight.dim() == 2, lambda: f"{op}: weight must be 2-D, got shape {tuple(weight.shape)}")
+    torch._check(x.dim() >= 1, lambda: f"{op}: input must be at least 1-D")
+    torch._check(
+        x.dtype == weight.dtype,
+        lambda: f"{op}: mat1 and mat2 must have the same dtype, but got {_scalar_type(x.dtype)} and "
+        f"{_scalar_type(weight.dtype)}",
+    )
+    torch._check(
+        x.shape[-1] == weight.shape[1],
+        lambda: f"{op}: mat1 and mat2 shapes cannot be multiplied (... x {x.shape[-1]} and "
+        f"{weight.shape[1]}x{weight.shape[0]})",
+    )
+    return (*x.shape[:-1], weight.shape[0])
+
+
+def _check_bias(bias, n, like, op):
+    if bias is None:
+        return
+    torch._check(
+        bias.dim() == 1 and bias.shape[0] == n,
+        lambda: f"{op}: bias must be 1-D of size N={n}, got shape {tuple(bias.shape)}",
+    )
+    torch._check(
+        bias.dtype == like.dtype,
+        lambda: f"{op}: bias dtype {_scalar_type(bias.dtype)} differs from the operands' dtype "
+        f"{_scalar_type(like.dtype)}",
+    )
+
+
+@torch.library.register_fake("tiled::linear_act")
+def _linear_act_fake(x, weight, bias=None, act="none", residual=None):
+    op = "tiled.linear_act"
+    shape = _linear_shape(x, weight, op)
+    _check_bias(bias, weight.shape[0], x, op)
+    _check_act(act, op)
+    _check_like_out(residual, shape, "residual", x, op)
+    return x.new_empty(shape)
+
+
+@torch.library.register_fake("tiled::gated_linear")
+def _gated_linear_fake(x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
+    op = "tiled.gated_linear"
+    shape = _linear_shape(x, w_gate, op)
+    _linear_shape(x, w_up, op)
+    torch._check(
+        w_gate.shape[0] == w_up.shape[0],
+        lambda: f"{op}: w_gate and w_up must have the same number of rows, got {tuple(w_gate.shape)} and "
+        f"{tuple(w_up.shape)}",
+    )
+    _check_bias(b_gate, w_gate.shape[0], x, op)
+    _check_bias(b_up, w_up.shape[0], x, op)
+    _check_act(act, op)
+    return x.new_empty(shape)

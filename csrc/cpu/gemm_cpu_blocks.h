@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../epilogue_math.h"
 #include "../gemm_problem.h"
 
 namespace tiled {
@@ -132,6 +133,7 @@ struct Block {
   T* c;
   const T* bias;
   int64_t m0, n0, mt, nc;
+  int64_t batch;
 };
 template <class T>
 Block<T> block_of(const GemmProblem& p, int64_t batch, int64_t m0, int64_t n0, int64_t rows, int64_t cols) {
@@ -142,12 +144,50 @@ Block<T> block_of(const GemmProblem& p, int64_t batch, int64_t m0, int64_t n0, i
           m0,
           n0,
           std::min(rows, p.M - m0),
-          std::min(cols, p.N - n0)};
+          std::min(cols, p.N - n0),
+          batch};
 }
 
-// The block's C = acc (ldacc per row) + bias, rounded once to T.
+// The block's C = acc (ldacc per row) + bias, rounded once to T; with an
+// epilogue (p.epi), pre = acc + bias is stored where asked, then
+// C = act(pre) * mul + residual, rounded once.
+template <class T, class Acc, Activation kAct>
+void store_block_epilogue(const GemmProblem& p, const Block<T>& blk, const Acc* acc, int64_t ldacc, int64_t batch) {
+  const Epilogue& e = p.epi;
+  for (int64_t i = 0; i < blk.mt; ++i) {
+    const int64_t row = blk.m0 + i;
+    T* crow = blk.c + row * p.c_row_stride + blk.n0;
+    T* pre = e.pre ? static_cast<T*>(e.pre) + batch * e.pre_batch_stride + row * e.pre_row_stride + blk.n0 : nullptr;
+    const T* mul =
+        e.mul ? static_cast<const T*>(e.mul) + batch * e.mul_batch_stride + row * e.mul_row_stride + blk.n0 : nullptr;
+    const T* res = e.residual ? static_cast<const T*>(e.residual) + batch * e.res_batch_stride +
+                                    row * e.res_row_stride + blk.n0
+                              : nullptr;
+    for (int64_t j = 0; j < blk.nc; ++j) {
+      Acc v = acc[i * ldacc + j];
+      if (blk.bias) v += static_cast<Acc>(blk.bias[blk.n0 + j]);
+      if (pre) pre[j] = static_cast<T>(v);
+      v = activate_as<kAct>(v);
+      if (mul) v *= static_cast<Acc>(mul[j]);
+      if (res) v += static_cast<Acc>(res[j]);
+      crow[j] = static_cast<T>(v);
+    }
+  }
+}
+
 template <class T, class Acc>
 void store_block(const GemmProblem& p, const Block<T>& blk, const Acc* acc, int64_t ldacc) {
+  if (p.epi.any()) {
+    const int64_t batch = blk.batch;
+    switch (p.epi.act) {
+      case Activation::relu: return store_block_epilogue<T, Acc, Activation::relu>(p, blk, acc, ldacc, batch);
+      case Activation::gelu_erf: return store_block_epilogue<T, Acc, Activation::gelu_erf>(p, blk, acc, ldacc, batch);
+      case Activation::gelu_tanh:
+        return store_block_epilogue<T, Acc, Activation::gelu_tanh>(p, blk, acc, ldacc, batch);
+      case Activation::silu: return store_block_epilogue<T, Acc, Activation::silu>(p, blk, acc, ldacc, batch);
+      default: return store_block_epilogue<T, Acc, Activation::none>(p, blk, acc, ldacc, batch);
+    }
+  }
   for (int64_t i = 0; i < blk.mt; ++i) {
     T* crow = blk.c + (blk.m0 + i) * p.c_row_stride + blk.n0;
     for (int64_t j = 0; j < blk.nc; ++j) {

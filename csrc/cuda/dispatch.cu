@@ -7,6 +7,7 @@
 //   3. the general SIMT kernel, which takes anything.
 #include "dispatch.h"
 #include "autotune.h"
+#include "epilogue.cuh"
 #include "hopper/hopper.h"
 #include "settings.h"
 
@@ -206,10 +207,27 @@ size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
-  switch (choose(p, dev)) {
+  const Family f = choose(p, dev);
+  switch (f) {
     case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
-    case Family::hopper: return hopper_gemm(p, dev, stream, workspace);
-    case Family::simt_fast: return simt_fast_gemm(p, dev, stream, workspace);
+    case Family::hopper:
+    case Family::simt_fast: {
+      // These two do not fuse the epilogue (yet): the GEMM stores acc + bias,
+      // then a second, elementwise pass applies the rest.  simt_fast's C is
+      // fp32, the accumulator itself, so its result is the fused one bit for
+      // bit; a 16-bit sm90 C is rounded once more (as an unfused torch
+      // Linear + activation is).  In-kernel fusion in the sm90 epilogue, as
+      // an unrolled loop per activation, multiplied the compile time of every
+      // sm90 instantiation (docs/fused.md).
+      auto run = [&](const GemmProblem& q) {
+        return f == Family::hopper ? hopper_gemm(q, dev, stream, workspace) : simt_fast_gemm(q, dev, stream, workspace);
+      };
+      if (!p.epi.any()) return run(p);
+      GemmProblem q = p;
+      q.epi = Epilogue{};
+      if (const char* err = run(q)) return err;
+      return epilogue_pass(p, stream);
+    }
     case Family::simt_general: break;
   }
   return simt_general_gemm(p, dev, stream);

@@ -93,11 +93,12 @@ void stage_operands(PreparedGemm& g, const cuda::DeviceInfo& dev) {
   }
 }
 
-at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
+PreparedGemm run_gemm(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
+                      const char* op_name, const EpilogueArgs* epi) {
   const cuda::EnvSnapshot env;  // the TILED_* switches, read once for this call
   c10::cuda::CUDAGuard guard(a.device());
-  PreparedGemm g = prepare_gemm(a, b, bias, "tiled.gemm");
-  if (g.done) return g.out;
+  PreparedGemm g = prepare_gemm(a, b, bias, op_name, epi);
+  if (g.done) return g;
   g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
   const cuda::DeviceInfo& dev = device_info(a.get_device());
   stage_operands(g, dev);
@@ -108,9 +109,26 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
   if (ws_bytes > 0) ws = at::empty({static_cast<int64_t>(ws_bytes)}, a.options().dtype(at::kByte));
   const char* err =
       cuda::gemm(g.problem, dev, c10::cuda::getCurrentCUDAStream(), ws_bytes > 0 ? ws.data_ptr() : nullptr);
-  TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
+  TILED_CHECK(err == nullptr, op_name, ": ", err);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return g.out;
+  return g;
+}
+
+at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
+  return run_gemm(a, b, bias, "tiled.gemm", nullptr).out;
+}
+
+std::tuple<at::Tensor, at::Tensor> gemm_epilogue_cuda(const at::Tensor& a, const at::Tensor& b,
+                                                      const std::optional<at::Tensor>& bias, c10::string_view act,
+                                                      const std::optional<at::Tensor>& mul,
+                                                      const std::optional<at::Tensor>& residual, bool save_pre) {
+  EpilogueArgs e;
+  e.act = parse_activation(act, "tiled.gemm_epilogue");
+  e.mul = mul;
+  e.residual = residual;
+  e.save_pre = save_pre;
+  PreparedGemm g = run_gemm(a, b, bias, "tiled.gemm_epilogue", &e);
+  return {g.out, save_pre ? g.pre : at::empty({0}, a.options())};
 }
 
 at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t step) {
@@ -179,6 +197,7 @@ std::vector<std::string> gemm_tuning_cuda(const at::Tensor& a, const at::Tensor&
 
 TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
   m.impl("gemm", &gemm_cuda);
+  m.impl("gemm_epilogue", &gemm_epilogue_cuda);
   m.impl("gemm_ladder", &gemm_ladder_cuda);
   m.impl("gemm_kernel_name", &gemm_kernel_name_cuda);
   m.impl("gemm_tuning", &gemm_tuning_cuda);

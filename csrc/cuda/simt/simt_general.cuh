@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "../../gemm_problem.h"
+#include "../epilogue.cuh"
 #include "numeric.cuh"
 
 namespace tiled {
@@ -125,6 +126,7 @@ gemm_kernel(GemmProblem p, int64_t m_tiles, int64_t n_tiles) {
           if (gn >= p.N) continue;
           Acc v = acc[i][j];
           if (bias) v += to_acc<Acc>(bias[gn]);
+          if (p.epi.any()) v = epilogue_element_rt<T, Acc>(p.epi, v, bz, gm, gn);  // uniform branch
           C[gm * p.c_row_stride + gn] = from_acc<T, Acc>(v);
         }
       }

@@ -118,6 +118,7 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   q.b_batch = b.batch_stride;
   q.bias = p.bias;
   q.bias_on_rows = swap;
+  q.epi = p.epi;
   q.c = p.c;
   q.c_batch = p.c_batch_stride;
   q.c_rs = swap ? 1 : p.c_row_stride;

@@ -35,6 +35,7 @@
 
 #include "../cp_async.cuh"
 #include "../hopper/ptx.cuh"
+#include "../epilogue.cuh"
 #include "../simt/numeric.cuh"
 #include "skinny.h"
 
@@ -146,10 +147,14 @@ struct SwizzledTile {
 
 // C(row, col) = the dtype of (v + bias), the bias indexed by column (by row
 // for a swapped problem).  Every epilogue ends here.
+// With an epilogue (p.epi), after the bias and before the cast, at the
+// caller's (batch, row, col): the K slices are summed by then.
 template <class T>
-__device__ __forceinline__ void store_out(const Params& p, T* C, int row, int col, float v) {
+__device__ __forceinline__ void store_out(const Params& p, T* C, int64_t batch, int row, int col, float v) {
   const T* bias = static_cast<const T*>(p.bias);
   if (bias) v += to_acc<float>(bias[p.bias_on_rows ? row : col]);
+  if (p.epi.any())  // uniform branch
+    v = epilogue_element_rt<T, float>(p.epi, v, batch, p.bias_on_rows ? col : row, p.bias_on_rows ? row : col);
   C[row * p.c_rs + col * p.c_cs] = from_acc<T>(v);
 }
 
@@ -292,7 +297,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
         for (int e = 0; e < 4; ++e) {
           const int c = n0 + col + e;
           if (c >= p.N) break;
-          store_out(p, C, r, c, v[e]);
+          store_out(p, C, batch, r, c, v[e]);
         }
       }
     }
@@ -330,7 +335,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
         for (int e = 0; e < 2; ++e) {
           const int row = m0 + mt * 16 + g + 8 * h, col = n0 + wn0 + nt * 8 + 2 * q + e;
           if (row >= p.M || col >= p.N) continue;
-          store_out(p, C, row, col, acc[mt][nt][2 * h + e]);
+          store_out(p, C, batch, row, col, acc[mt][nt][2 * h + e]);
         }
 }
 
@@ -345,7 +350,7 @@ __global__ void __launch_bounds__(256) skinny_reduce_kernel(Params p) {
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float v = 0.f;
     for (int s = 0; s < p.splits; ++s) v += ws[s * mn + i];
-    store_out(p, C, static_cast<int>(i / p.N), static_cast<int>(i % p.N), v);
+    store_out(p, C, batch, static_cast<int>(i / p.N), static_cast<int>(i % p.N), v);
   }
 }
 

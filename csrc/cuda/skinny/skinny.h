@@ -48,6 +48,9 @@ struct Params {
   // B is read once (one row tile; the K slices are disjoint): its copies
   // take L2's evict_first policy (cp_async.cuh; settings.h's l2_stream_bits).
   bool stream_b = false;
+  // The fused epilogue (gemm_problem.h), in the caller's coordinates: a
+  // swapped problem (bias_on_rows) indexes it transposed, as it does C.
+  Epilogue epi;
 };
 
 // A launch: the block height, the operands' layouts and the grid.

@@ -1,0 +1,521 @@
+"""Fused epilogues (activation, residual, gated MLP) and fuse_mlps: outputs
+and gradients against the unfused torch chain, opcheck, compile, training,
+state_dict round trips, real timm / transformers blocks where installed."""
+import copy
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torch_tiled_gemm as ttg
+from conftest import DEVICES, HAS_CUDA, needs_cuda
+
+ACTS = {
+    "none": lambda z: z,
+    "relu": F.relu,
+    "gelu_erf": F.gelu,
+    "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
+    "silu": F.silu,
+}
+LOW = (torch.float16, torch.bfloat16)
+
+
+def dtypes_for(device):
+    return [torch.float32, torch.float64] + ([torch.float16, torch.bfloat16] if device == "cuda" else [torch.bfloat16])
+
+
+def rel(x, ref):
+    x, ref = x.double(), ref.double()
+    return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def assert_like_torch(ours, theirs, ref, label=""):
+    """Our error against the float64 reference is within 2x (plus a floor) of
+    torch's own error for the same computation in the same dtype."""
+    e_ours, e_torch = rel(ours, ref), rel(theirs, ref)
+    floor = {torch.float64: 1e-12, torch.float32: 2e-6}.get(ours.dtype, 2e-3)
+    assert e_ours <= 2 * e_torch + floor, f"{label}: ours {e_ours:.3g} vs torch {e_torch:.3g}"
+
+
+def run_both(fn_ours, fn_torch, tensors, dtype, grad=True):
+    """Forward (and backward with one shared upstream gradient) of ours and
+    torch's in `dtype`, and torch's in float64 as the reference."""
+    outs = []
+    for fn, dt in ((fn_ours, dtype), (fn_torch, dtype), (fn_torch, torch.float64)):
+        ts = [t.detach().to(dt).requires_grad_(grad) if t is not None else None for t in tensors]
+        y = fn(*ts)
+        gs = []
+        if grad:
+            gen = torch.Generator(device=y.device).manual_seed(7)
+            g = torch.randn(y.shape, generator=gen, device=y.device, dtype=torch.float32).to(dt)
+            gs = torch.autograd.grad(y, [t for t in ts if t is not None], g)
+        outs.append((y, gs))
+    return outs
+
+
+def check_both(outs, label):
+    (yo, go), (yt, gt), (yr, gr) = outs
+    assert yo.dtype == yt.dtype and yo.shape == yt.shape
+    assert_like_torch(yo, yt, yr, label + " out")
+    for i, (a, b, r) in enumerate(zip(go, gt, gr)):
+        assert_like_torch(a, b, r, f"{label} grad{i}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("act", list(ACTS))
+def test_linear_act(device, act):
+    torch.manual_seed(0)
+    for dtype in dtypes_for(device):
+        for with_bias, with_res in ((True, True), (False, False), (True, False)):
+            x = torch.randn(3, 7, 24, device=device)
+            w = torch.randn(40, 24, device=device) / 5
+            b = torch.randn(40, device=device) if with_bias else None
+            r = torch.randn(3, 7, 40, device=device) if with_res else None
+
+            def ours(x, w, b, r):
+                return ttg.linear_act(x, w, b, act, r)
+
+            def theirs(x, w, b, r):
+                y = ACTS[act](F.linear(x, w, b))
+                return y + r if r is not None else y
+
+            check_both(run_both(ours, theirs, [x, w, b, r], dtype), f"{dtype} {act} bias={with_bias} res={with_res}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("act", ["silu", "gelu_erf", "gelu_tanh", "relu"])
+def test_gated_linear(device, act):
+    torch.manual_seed(1)
+    for dtype in dtypes_for(device):
+        for with_bias in (False, True):
+            x = torch.randn(2, 9, 32, device=device)
+            wg = torch.randn(48, 32, device=device) / 5
+            wu = torch.randn(48, 32, device=device) / 5
+            bg = torch.randn(48, device=device) if with_bias else None
+            bu = torch.randn(48, device=device) if with_bias else None
+
+            def ours(x, wg, wu, bg, bu):
+                return ttg.gated_linear(x, wg, wu, act, bg, bu)
+
+            def theirs(x, wg, wu, bg, bu):
+                return ACTS[act](F.linear(x, wg, bg)) * F.linear(x, wu, bu)
+
+            check_both(run_both(ours, theirs, [x, wg, wu, bg, bu], dtype), f"{dtype} {act} bias={with_bias}")
+
+
+def epilogue_reference(a, b, bias, act, mul, res):
+    z = torch.matmul(a.double(), b.double())
+    if bias is not None:
+        z = z + bias.double()
+    y = ACTS[act](z)
+    if mul is not None:
+        y = y * mul.double()
+    if res is not None:
+        y = y + res.double()
+    return z, y
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gemm_epilogue_layouts_and_batches(device):
+    """Every operand layout, batched / broadcast / folded, strided epilogue
+    operands, and the saved pre-activation."""
+    torch.manual_seed(2)
+    dtype = torch.float64
+    cases = [((5, 8), (8, 6)), ((3, 5, 8), (8, 6)), ((3, 5, 8), (3, 8, 6)), ((5, 8), (3, 8, 6)), ((3, 1, 8), (8, 6))]
+    for sa, sb in cases:
+        for ta in (False, True):
+            for tb in (False, True):
+                a = torch.randn(sa, device=device, dtype=dtype)
+                b = torch.randn(sb, device=device, dtype=dtype)
+                if ta:
+                    a = a.transpose(-1, -2).contiguous().transpose(-1, -2)
+                if tb:
+                    b = b.transpose(-1, -2).contiguous().transpose(-1, -2)
+                shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+                bias = torch.randn(b.shape[-1], device=device, dtype=dtype)
+                # A residual that is a column slice of a wider tensor, a mul
+                # that is transposed in memory (copied by the op).
+                res = torch.randn(shape[:-1] + (2 * shape[-1],), device=device, dtype=dtype)[..., ::2]
+                res = torch.randn(shape[:-1] + (shape[-1] + 3,), device=device, dtype=dtype)[..., : shape[-1]]
+                mul = torch.randn(shape, device=device, dtype=dtype).transpose(-1, -2).contiguous().transpose(-1, -2)
+                for act in ACTS:
+                    out, pre = torch.ops.tiled.gemm_epilogue(a, b, bias, act, mul, res, True)
+                    z, y = epilogue_reference(a, b, bias, act, mul, res)
+                    torch.testing.assert_close(pre, z, rtol=1e-12, atol=1e-12)
+                    torch.testing.assert_close(out, y, rtol=1e-12, atol=1e-12)
+                    out2, pre2 = torch.ops.tiled.gemm_epilogue(a, b, None, act, None, None, False)
+                    assert pre2.numel() == 0
+                    torch.testing.assert_close(out2, ACTS[act](torch.matmul(a, b)), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gemm_epilogue_edges(device):
+    # K == 0: act(bias) * mul + residual; an empty output.
+    a = torch.randn(4, 0, device=device)
+    b = torch.randn(0, 3, device=device)
+    bias = torch.randn(3, device=device)
+    res = torch.randn(4, 3, device=device)
+    out, pre = torch.ops.tiled.gemm_epilogue(a, b, bias, "gelu_erf", None, res, True)
+    torch.testing.assert_close(out, F.gelu(bias).expand(4, 3) + res)
+    torch.testing.assert_close(pre, bias.expand(4, 3))
+    out, pre = torch.ops.tiled.gemm_epilogue(torch.randn(0, 5, device=device), torch.randn(5, 3, device=device),
+                                             None, "silu", None, None, True)
+    assert out.shape == (0, 3) and pre.shape == (0, 3)
+    with pytest.raises(RuntimeError, match="unknown activation 'tanh'"):
+        torch.ops.tiled.gemm_epilogue(res, torch.randn(3, 3, device=device), None, "tanh", None, None, False)
+    with pytest.raises(RuntimeError, match="residual must have the output's shape"):
+        torch.ops.tiled.gemm_epilogue(res, torch.randn(3, 3, device=device), None, "relu", None, bias, False)
+    with pytest.raises(ValueError, match="unsupported activation"):
+        ttg.linear_act(res, torch.randn(3, 3, device=device), None, "quick_gelu")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    torch.manual_seed(3)
+    dt = torch.float64
+    x = torch.randn(2, 5, 8, device=device, dtype=dt, requires_grad=True)
+    w = torch.randn(6, 8, device=device, dtype=dt, requires_grad=True)
+    w2 = torch.randn(6, 8, device=device, dtype=dt, requires_grad=True)
+    b = torch.randn(6, device=device, dtype=dt, requires_grad=True)
+    r = torch.randn(2, 5, 6, device=device, dtype=dt, requires_grad=True)
+    for act in ACTS:
+        torch.library.opcheck(torch.ops.tiled.linear_act, (x, w, b, act, r))
+        torch.library.opcheck(torch.ops.tiled.linear_act, (x, w, None, act, None))
+        torch.library.opcheck(torch.ops.tiled.gemm_epilogue,
+                              (x.detach()[0], w.detach().t(), b.detach(), act, None, r.detach()[0], True))
+        if act != "none":
+            torch.library.opcheck(torch.ops.tiled.gated_linear, (x, w, w2, act, b, None))
+            torch.library.opcheck(torch.ops.tiled.gated_linear, (x, w, w2, act, None, b))
+
+
+class TinyMLPs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = ttg.TiledLinear(16, 32, activation="gelu_tanh")
+        self.wg = nn.Parameter(torch.randn(32, 16) / 4)
+        self.wu = nn.Parameter(torch.randn(32, 16) / 4)
+        self.fc2 = ttg.TiledLinear(32, 16)
+
+    def forward(self, x):
+        h = self.fc1(x) + ttg.gated_linear(x, self.wg, self.wu, "silu")
+        return ttg.linear_act(h, self.fc2.weight, self.fc2.bias, "none", x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_fullgraph(device):
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    model = TinyMLPs().to(device)
+    backend = "inductor" if device == "cuda" else "aot_eager"
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend=backend)
+    for n in (3, 17, 40):
+        x = torch.randn(n, 16, device=device, requires_grad=True)
+        out = compiled(x)
+        torch.testing.assert_close(out, model(x))
+        g = torch.autograd.grad(out.sum(), (x, model.wg))
+        g_ref = torch.autograd.grad(model(x).sum(), (x, model.wg))
+        for a, b in zip(g, g_ref):
+            torch.testing.assert_close(a, b)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
+def test_tiled_linear_activation():
+    lin = ttg.TiledLinear(8, 4, activation="gelu")
+    assert lin.activation == "gelu_erf" and "activation=gelu_erf" in repr(lin)
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(lin(x), F.gelu(F.linear(x, lin.weight, lin.bias)))
+    plain = nn.Linear(8, 4)
+    sw = ttg.TiledLinear.from_linear(plain)
+    assert sw.activation == "none" and sw.weight is plain.weight
+    # Same state_dict keys as nn.Linear: checkpoints load both ways.
+    plain.load_state_dict(lin.state_dict())
+    lin.load_state_dict(plain.state_dict())
+
+
+# ------------------------------------------------------------ fuse_mlps
+
+class MyMLP(nn.Module):  # an MLP-like block fuse_mlps does not know
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.a(x)
+
+
+class HandMlp(nn.Module):
+    """timm's Mlp, spelled out (a class named Mlp with its children), so the
+    fusing rules run in CI without timm."""
+
+    def __init__(self, d, h, act=nn.GELU, drop=0.0):
+        super().__init__()
+        self.fc1 = nn.Linear(d, h)
+        self.act = act()
+        self.drop1 = nn.Dropout(drop)
+        self.norm = nn.Identity()
+        self.fc2 = nn.Linear(h, d)
+        self.drop2 = nn.Dropout(drop)
+
+    def forward(self, x):
+        return self.drop2(self.fc2(self.norm(self.drop1(self.act(self.fc1(x))))))
+
+
+HandMlp.__name__ = "Mlp"
+
+
+class HandLlamaMLP(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.gate_proj = nn.Linear(d, h, bias=False)
+        self.up_proj = nn.Linear(d, h, bias=False)
+        self.down_proj = nn.Linear(h, d, bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+HandLlamaMLP.__name__ = "LlamaMLP"
+
+
+class Block(nn.Module):
+    def __init__(self, d=16, h=48):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.mlp = HandMlp(d, h)
+        self.glu = HandLlamaMLP(d, h)
+        self.other = MyMLP.__new__(MyMLP)
+        nn.Module.__init__(self.other)
+        self.other.a = nn.Linear(d, d)
+        self.head = nn.Linear(d, 3)
+
+    def forward(self, x):
+        x = x + self.mlp(self.norm(x))
+        x = x + self.glu(self.norm(x))
+        return self.head(self.other(x)).mean(1)
+
+
+def train_losses(model, steps=4, seed=0):
+    torch.manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        x = torch.randn(4, 6, 16)
+        y = torch.randint(0, 3, (4,))
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_fuse_mlps_hand_built():
+    torch.manual_seed(0)
+    ref = Block()
+    model = copy.deepcopy(ref)
+    params_before = {n: p for n, p in model.named_parameters()}
+    keys_before = list(model.state_dict())
+    opt_params = list(model.parameters())
+    with pytest.warns(UserWarning, match="other: unknown MLP block"):
+        report = ttg.fuse_mlps(model)
+    assert sorted(n for n, _ in report.fused) == ["glu", "mlp"]
+    assert [n for n, _ in report.skipped] == ["other"]
+    assert type(model.mlp).__name__ == "FusedMlp" and isinstance(model.mlp, HandMlp)
+    # The same Parameter objects under the same keys.
+    assert list(model.state_dict()) == keys_before
+    assert all(p is params_before[n] for n, p in model.named_parameters())
+    assert list(model.parameters()) == opt_params
+    # Same training run.
+    torch.testing.assert_close(train_losses(model), train_losses(ref), rtol=1e-5, atol=1e-6)
+    # Checkpoints load both ways; unfuse restores the classes.
+    ref.load_state_dict(model.state_dict())
+    model.load_state_dict(ref.state_dict())
+    ttg.unfuse_mlps(model)
+    assert type(model.mlp) is HandMlp
+    # Composes with swap_linear, in either order.
+    m2 = ttg.swap_linear(copy.deepcopy(ref))
+    ttg.fuse_mlps(m2, warn=False)
+    m3 = copy.deepcopy(ref)
+    ttg.fuse_mlps(m3, warn=False)
+    ttg.swap_linear(m3)
+    x = torch.randn(2, 6, 16)
+    torch.testing.assert_close(m2(x), ref(x), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(m3(x), ref(x), rtol=1e-5, atol=1e-6)
+
+
+def test_fuse_mlps_unsupported_activation():
+    m = HandMlp(8, 16, act=nn.Tanh)
+    report = ttg.fuse_mlps(m, warn=False)
+    assert not report.fused and "unsupported activation" in report.skipped[0][1]
+    assert type(m) is HandMlp
+
+
+def check_fused_block(make, x_shape, dtype=torch.float32, extra_inputs=()):
+    torch.manual_seed(0)
+    ref = make().to(dtype)
+    model = copy.deepcopy(ref)
+    report = ttg.fuse_mlps(model, warn=False)
+    assert report.fused, report.skipped
+    assert list(model.state_dict()) == list(ref.state_dict())
+    for m in (ref, model):
+        m.train()
+    x = torch.randn(x_shape, dtype=dtype, requires_grad=True)
+    extra = [torch.randn(s, dtype=dtype) for s in extra_inputs]
+    y_ref = ref(x, *extra)
+    y = model(x, *extra)
+    torch.testing.assert_close(y, y_ref, rtol=1e-4, atol=1e-5)
+    g = torch.randn_like(y)
+    gr = torch.autograd.grad(y_ref, [x] + list(ref.parameters()), g)
+    gm = torch.autograd.grad(y, [x] + list(model.parameters()), g)
+    for a, b in zip(gm, gr):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    return model
+
+
+def test_timm_blocks():
+    layers = pytest.importorskip("timm.layers")
+    check_fused_block(lambda: layers.Mlp(16, 40, act_layer=nn.GELU), (2, 5, 16))
+    check_fused_block(lambda: layers.Mlp(16, 40, act_layer=nn.ReLU, norm_layer=nn.LayerNorm), (2, 5, 16))
+    check_fused_block(lambda: layers.GluMlp(16, 40, act_layer=nn.SiLU), (2, 5, 16))
+    check_fused_block(lambda: layers.GluMlp(16, 40, act_layer=nn.GELU, gate_last=False), (2, 5, 16))
+    check_fused_block(lambda: layers.SwiGLU(16, 40), (2, 5, 16))
+    m = layers.Mlp(16, 32, use_conv=True)
+    assert not ttg.fuse_mlps(m, warn=False).fused
+
+
+def test_timm_vit_model():
+    timm = pytest.importorskip("timm")
+    torch.manual_seed(0)
+    ref = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32, patch_size=8, num_classes=5,
+                            depth=2)
+    model = copy.deepcopy(ref)
+    report = ttg.fuse_mlps(model, warn=False)
+    ttg.swap_linear(model)
+    assert len(report.fused) == 2
+    torch.testing.assert_close(train_losses_images(model), train_losses_images(ref), rtol=1e-4, atol=1e-5)
+
+
+def train_losses_images(model, steps=3):
+    torch.manual_seed(1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    out = []
+    for _ in range(steps):
+        x = torch.randn(2, 3, 32, 32)
+        loss = F.cross_entropy(model(x), torch.tensor([1, 3]))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+def test_transformers_blocks():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.bert.modeling_bert import BertIntermediate, BertOutput
+    from transformers.models.gpt2.modeling_gpt2 import GPT2MLP
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    llama = transformers.LlamaConfig(hidden_size=16, intermediate_size=40, num_attention_heads=2,
+                                      num_key_value_heads=2)
+    check_fused_block(lambda: LlamaMLP(llama), (2, 5, 16))
+    gemma_cfg = transformers.GemmaConfig(hidden_size=16, intermediate_size=40, num_attention_heads=2,
+                                         num_key_value_heads=2, head_dim=8)
+    from transformers.models.gemma.modeling_gemma import GemmaMLP
+    check_fused_block(lambda: GemmaMLP(gemma_cfg), (2, 5, 16))
+    gpt2 = transformers.GPT2Config(n_embd=16, n_head=2, resid_pdrop=0.0)
+    check_fused_block(lambda: GPT2MLP(40, gpt2), (2, 5, 16))
+    bert = transformers.BertConfig(hidden_size=16, intermediate_size=40, num_attention_heads=2,
+                                   hidden_dropout_prob=0.0)
+    check_fused_block(lambda: BertIntermediate(bert), (2, 5, 16))
+    check_fused_block(lambda: BertOutput(bert), (2, 5, 40), extra_inputs=[(2, 5, 16)])
+    from transformers.models.vit.modeling_vit import ViTConfig
+    import transformers.models.vit.modeling_vit as vit
+    cfg = ViTConfig(hidden_size=16, intermediate_size=40, num_attention_heads=2)
+    if hasattr(vit, "ViTMLP"):
+        check_fused_block(lambda: vit.ViTMLP(cfg), (2, 5, 16))
+    else:
+        check_fused_block(lambda: vit.ViTIntermediate(cfg), (2, 5, 16))
+
+
+def test_transformers_llama_model():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                                   num_key_value_heads=2, num_hidden_layers=2, vocab_size=50)
+    torch.manual_seed(0)
+    ref = transformers.LlamaForCausalLM(cfg)
+    model = copy.deepcopy(ref)
+    report = ttg.fuse_mlps(model, warn=False)
+    assert len(report.fused) == 2
+    ids = torch.randint(0, 50, (2, 7))
+    torch.testing.assert_close(model(ids, labels=ids).loss, ref(ids, labels=ids).loss, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------ CUDA families
+
+CUDA_FAMILY_CASES = [
+    # (M, N, K, dtype, env, expected kernel-name fragment or None)
+    (512, 768, 256, torch.bfloat16, {}, "sm90"),
+    (300, 520, 192, torch.float16, {}, "sm90"),
+    (256, 384, 256, torch.bfloat16, {"TILED_SM90_SWAP": "1"}, None),
+    (256, 256, 256, torch.bfloat16, {"TILED_SM90_SCHEDULE": "pingpong"}, None),
+    (256, 256, 4096, torch.bfloat16, {"TILED_SM90_SPLITK": "4"}, None),
+    (256, 256, 8192, torch.bfloat16, {"TILED_SM90_STREAMK": "1"}, None),
+    (16, 512, 1024, torch.bfloat16, {}, None),  # skinny or one-slab
+    (512, 24, 512, torch.float16, {}, None),    # small N: swapped skinny / one-slab as called
+    (8, 300, 2048, torch.bfloat16, {"TILED_DISABLE_KERNELS": "hopper"}, "skinny"),
+    (200, 130, 70, torch.float32, {}, None),    # strict fp32: simt_fast (+ epilogue pass)
+    (70, 90, 33, torch.float64, {}, "simt_general"),
+    (100, 60, 40, torch.bfloat16, {"TILED_DISABLE_KERNELS": "hopper,skinny"}, "simt_general"),
+]
+
+
+@needs_cuda
+@pytest.mark.parametrize("case", range(len(CUDA_FAMILY_CASES)))
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_cuda_families(case, layout, monkeypatch):
+    M, N, K, dtype, env, frag = CUDA_FAMILY_CASES[case]
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    torch.manual_seed(case)
+    a = torch.randn(M, K, device="cuda").to(dtype)
+    b = (torch.randn(K, N, device="cuda") / K**0.5).to(dtype)
+    if layout[0] == "T":
+        a = a.t().contiguous().t()
+    if layout[1] == "T":
+        b = b.t().contiguous().t()
+    name = ttg.kernel_name(a, b)
+    if frag is not None and layout == "NN":
+        assert frag in name, name
+    bias = torch.randn(N, device="cuda").to(dtype)
+    res = torch.randn(M, N, device="cuda").to(dtype)
+    mul = torch.randn(M, N, device="cuda").to(dtype)
+    for act in ACTS:
+        for m_, r_ in ((None, None), (mul, res), (None, res)):
+            out, pre = torch.ops.tiled.gemm_epilogue(a, b, bias, act, m_, r_, True)
+            z, y = epilogue_reference(a, b, bias, act, m_, r_)
+            # torch's own low-precision chain as the yardstick
+            zt = torch.matmul(a, b) + bias
+            yt = ACTS[act](zt)
+            if m_ is not None:
+                yt = yt * m_
+            if r_ is not None:
+                yt = yt + r_
+            label = f"{name} {layout} {act} mul={m_ is not None} res={r_ is not None}"
+            assert_like_torch(pre, zt, z, label + " pre")
+            assert_like_torch(out, yt, y, label)
+            # the plain path is unchanged
+        plain = torch.ops.tiled.gemm(a, b, bias)
+        assert_like_torch(plain, torch.matmul(a, b) + bias, epilogue_reference(a, b, bias, "none", None, None)[1],
+                          name + " plain")
+
+
+@needs_cuda
+def test_cuda_deterministic():
+    a = torch.randn(1000, 512, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(768, 512, device="cuda", dtype=torch.bfloat16)
+    r = torch.randn(1000, 768, device="cuda", dtype=torch.bfloat16)
+    outs = [ttg.linear_act(a, w, None, "gelu_tanh", r) for _ in range(3)]
+    assert all(torch.equal(outs[0], o) for o in outs)
