@@ -163,25 +163,28 @@ struct Mma<float> {  // tf32 operands (already rounded), m16n8k8
   }
 };
 
-// A chunk that is not wholly inside the matrix: its first `n` elements
-// (n <= 0: none) read with plain loads, the rest zero.  Only elements inside
-// the matrix are touched (a 16-byte copy of a chunk ending past a small
-// allocation would read past it, whatever cp.async's src-size).
+// A chunk that is not wholly inside the matrix: zeros, then its first `n`
+// elements (n <= 0: none) one at a time with plain loads, so only elements
+// inside the matrix are touched (a 16-byte copy of a chunk ending past a
+// small allocation would read past it, whatever cp.async's src-size).  One
+// element in flight at a time: this path shares the main loop's registers
+// with 128 accumulators (gathering the chunk in registers first made ptxas
+// spill in the tf32 kernels).
 template <class E>
 __device__ __forceinline__ void edge_chunk(uint32_t dst, const E* src, int n) {
-  uint32_t w[4] = {0u, 0u, 0u, 0u};
-  if constexpr (sizeof(E) == 4) {
-    const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      if (e < n) w[e] = s[e];
-  } else {
-    const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      if (e < n) w[e / 2] |= static_cast<uint32_t>(s[e]) << (16 * (e % 2));
+  const uint32_t zero[4] = {0u, 0u, 0u, 0u};
+  st_shared_v4(dst, zero);
+  constexpr int kPerChunk = 16 / static_cast<int>(sizeof(E));
+#pragma unroll 1
+  for (int e = 0; e < min(n, kPerChunk); ++e) {
+    if constexpr (sizeof(E) == 4) {
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 4 * e), "r"(reinterpret_cast<const uint32_t*>(src)[e])
+                   : "memory");
+    } else {
+      asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(dst + 2 * e), "h"(reinterpret_cast<const uint16_t*>(src)[e])
+                   : "memory");
+    }
   }
-  st_shared_v4(dst, w);
 }
 
 // Cooperative copy of rows [row0, row0 + ROWS) x cols [col0, col0 + CHUNKS
@@ -340,6 +343,8 @@ __global__ void __launch_bounds__(threads(config(Traits<T>::kTf32, CFG)), 1) sm8
     cp_async_commit();  // empty groups keep the count uniform
   }
 
+  // Fragments double-buffered across k-steps: the next step's loads issue
+  // before this step's mma.
   uint32_t af[2][MT][4], bf[2][NT][2];
   int read_slot = 0, write_slot = S - 1;
   for (int kb = 0; kb < k_blocks; ++kb) {
