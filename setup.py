@@ -2,12 +2,17 @@
 
 A CUDA build (CPU + CUDA kernels) when torch is a CUDA build and nvcc is
 found, a CPU-only build otherwise; TILED_FORCE_CPU=1 forces the latter.
-GPU architectures come from TORCH_CUDA_ARCH_LIST (default "9.0a": the Hopper
-tensor-core kernels need the arch-specific sm_90a target; add e.g. "8.0" for
-Ampere, which runs the SIMT kernels).
+GPU architectures come from TORCH_CUDA_ARCH_LIST, default "8.0+PTX;9.0a":
+SASS for sm_80 (A100; also runs on sm_86 / sm_89) and sm_90a (the Hopper
+tensor-core kernels need the arch-specific target), plus compute_80 PTX that
+the driver compiles for newer GPUs (sm_100, sm_120: the sm80 family runs
+there).  ("9.0a+PTX" would give compute_90a PTX, which only an sm_90 can
+use.)  The build's archs are passed to the code (TILED_*_ARCHS) so that a GPU
+with nothing compiled for it gets a clear error (csrc/cuda/build_archs.h).
 """
 import glob
 import os
+import re
 import sys
 
 from setuptools import setup
@@ -65,8 +70,29 @@ if sys.platform.startswith("linux"):
 # docs/ladder.md, round 7).  Only these files: the tensor-core kernels want -O3.
 PTXAS_O1_SOURCES = ["csrc/cuda/ladder/simt_fast_large.cu"]
 
+DEFAULT_CUDA_ARCH_LIST = "8.0+PTX;9.0a"
+
+
+def arch_macros(gencode_flags):
+    """-D flags naming the archs of torch's -gencode flags, for
+    csrc/cuda/build_archs.h: TILED_SASS_ARCHS (sm_XY, sm_XYf), TILED_SASS_ARCHS_EXACT
+    (sm_XYa, compute_XYa: that GPU only), TILED_PTX_ARCHS (compute_XY), each a
+    comma-separated list of 10 * major + minor (possibly empty)."""
+    sass, exact, ptx = [], [], []
+    for flag in gencode_flags:
+        m = re.search(r"code=(sm|compute)_(\d+)([af]?)$", flag)
+        if not m:
+            continue
+        arch, kind, suffix = int(m.group(2)), m.group(1), m.group(3)
+        target = exact if suffix == "a" else sass if kind == "sm" else ptx
+        if arch not in target:
+            target.append(arch)
+    return ["-DTILED_SASS_ARCHS=" + ",".join(map(str, sorted(sass))),
+            "-DTILED_SASS_ARCHS_EXACT=" + ",".join(map(str, sorted(exact))),
+            "-DTILED_PTX_ARCHS=" + ",".join(map(str, sorted(ptx)))]
+
 if want_cuda():
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", DEFAULT_CUDA_ARCH_LIST)
     arch_list = os.environ["TORCH_CUDA_ARCH_LIST"]
     cuda_sources = rel(
         glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cu"), recursive=True)
@@ -76,6 +102,7 @@ if want_cuda():
     nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]
     if "9.0a" in arch_list:
         nvcc_flags.append("-DTILED_WITH_SM90A")
+    nvcc_flags += arch_macros(cpp_extension._get_cuda_arch_flags())
     if os.environ.get("TILED_PTXAS_VERBOSE") == "1":
         nvcc_flags.append("-Xptxas=-v")
     ext = cpp_extension.CUDAExtension(

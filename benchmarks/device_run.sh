@@ -11,7 +11,7 @@ OUT="${OUT:-$PWD/device_out}"
 mkdir -p "$OUT/results"
 LOG="$OUT/run.log"
 STAGES="${STAGES:-build test bench ladder}"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 MAX_JOBS="${MAX_JOBS:-16}" TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0a}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 MAX_JOBS="${MAX_JOBS:-16}" TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-8.0+PTX;9.0a}"
 export TILED_COMMIT="${TILED_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 PY=${PYTHON:-python3}
 

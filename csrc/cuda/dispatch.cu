@@ -2,11 +2,15 @@
 //   0. the small-M/N tensor-core kernel (bf16, fp16, min(M, N) <= 64): a
 //      stream of the big operand split over every SM;
 //   1. Hopper tensor cores (sm_90a): bf16, fp16, fp32 with allow_tf32;
+//   1b. Ampere-style tensor cores (mma.sync, sm_80+) for the same dtypes,
+//      where the Hopper family is not available (another GPU, a build
+//      without sm_90a, or TILED_DISABLE_KERNELS=hopper);
 //   2. the fast fp32 SIMT kernel (the ladder's last step), for fp32 the tensor
 //      cores do not take;
 //   3. the general SIMT kernel, which takes anything.
 #include "dispatch.h"
 #include "autotune.h"
+#include "build_archs.h"
 #include "epilogue.cuh"
 #include "hopper/hopper.h"
 #include "settings.h"
@@ -37,7 +41,7 @@ const char* simt_general_gemm(const GemmProblem& p, const DeviceInfo&, cudaStrea
 
 namespace {
 
-// TILED_DISABLE_KERNELS=hopper,simt_fast (read once) takes families out of
+// TILED_DISABLE_KERNELS=hopper,sm80,simt_fast (read once) takes families out of
 // the choice: a way to bisect a suspected kernel bug, or to compare against
 // the fallback, without rebuilding.
 bool disabled(const char* family) {
@@ -48,7 +52,21 @@ bool disabled(const char* family) {
   return list.find(std::string(",") + family + ",") != std::string::npos;
 }
 
-enum class Family { skinny, hopper, simt_fast, simt_general };
+enum class Family { skinny, hopper, sm80, simt_fast, simt_general };
+
+// Whether the Hopper family can take problems on this device at all (this
+// build has sm_90a kernels, the GPU is a 9.0, the family is not switched
+// off).  Where it can, the sm80 family stays out of the choice: the problems
+// the Hopper family declines there have measured choices of their own
+// (staging copies, simt_fast).
+bool hopper_family_on(const DeviceInfo& dev) {
+#if defined(TILED_WITH_SM90A)
+  return !disabled("hopper") && dev.sm_major == 9 && dev.sm_minor == 0;
+#else
+  (void)dev;
+  return false;
+#endif
+}
 
 // 33..64 rows against a long N: the Hopper kernel's 128-row tiles (half
 // their rows idle) stream B faster than the skinny kernel's 64-row ones.
@@ -86,6 +104,11 @@ bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
 Family choose(const GemmProblem& p, const DeviceInfo& dev) {
   if (!disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev)) return Family::skinny;
   if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
+  // Not yet measured against the alternatives below; on GPUs without the
+  // Hopper family it replaces the SIMT kernels for 16-bit and tf32 (on an
+  // H100 with the Hopper family off, bf16 4096^3 ran 17 TFLOP/s on
+  // simt_general).
+  if (!hopper_family_on(dev) && !disabled("sm80") && sm80_can_run(p, dev)) return Family::sm80;
   // fp32 the tensor cores did not take: strict fp32, or TF32 allowed but the
   // problem too small to stage / the GPU not a Hopper.  Allowing TF32 permits
   // strict fp32 math too, and simt_fast is the fastest fp32 SIMT kernel (the
@@ -211,16 +234,19 @@ const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream
   switch (f) {
     case Family::skinny: return skinny_gemm(p, dev, stream, workspace);
     case Family::hopper:
+    case Family::sm80:
     case Family::simt_fast: {
-      // These two do not fuse the epilogue (yet): the GEMM stores acc + bias,
+      // These do not fuse the epilogue (yet): the GEMM stores acc + bias,
       // then a second, elementwise pass applies the rest.  simt_fast's C is
       // fp32, the accumulator itself, so its result is the fused one bit for
-      // bit; a 16-bit sm90 C is rounded once more (as an unfused torch
-      // Linear + activation is).  In-kernel fusion in the sm90 epilogue, as
-      // an unrolled loop per activation, multiplied the compile time of every
+      // bit; a 16-bit C is rounded once more (as an unfused torch Linear +
+      // activation is).  In-kernel fusion in the sm90 epilogue, as an
+      // unrolled loop per activation, multiplied the compile time of every
       // sm90 instantiation (docs/fused.md).
       auto run = [&](const GemmProblem& q) {
-        return f == Family::hopper ? hopper_gemm(q, dev, stream, workspace) : simt_fast_gemm(q, dev, stream, workspace);
+        return f == Family::hopper ? hopper_gemm(q, dev, stream, workspace)
+               : f == Family::sm80 ? sm80_gemm(q, dev, stream)
+                                   : simt_fast_gemm(q, dev, stream, workspace);
       };
       if (!p.epi.any()) return run(p);
       GemmProblem q = p;
@@ -237,6 +263,7 @@ const char* name_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_config_name(p, dev);
     case Family::hopper: return hopper_config_name(p, dev);
+    case Family::sm80: return sm80_config_name(p, dev);
     case Family::simt_fast: return simt_fast_config_name(p, dev);
     case Family::simt_general: break;
   }
@@ -351,6 +378,10 @@ const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t strea
   if (workspace == nullptr && workspace_untuned(p, dev) > 0)
     return "autotune: the stored setting needs a workspace that was not allocated (cache file changed?)";
   return gemm_untuned(p, dev, stream, workspace);
+}
+
+std::string build_mismatch(const DeviceInfo& dev) {
+  return build_mismatch_message(compiled_archs(), dev.name, dev.sm_major, dev.sm_minor);
 }
 
 const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>
+#include <string>
 
 #include "../gemm_problem.h"
 
@@ -101,6 +102,18 @@ bool skinny_can_run(const GemmProblem& p, const DeviceInfo& dev);
 size_t skinny_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 const char* skinny_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace);
 const char* skinny_config_name(const GemmProblem& p, const DeviceInfo& dev);
+
+// Ampere-style tensor-core kernels (sm80/): mma.sync, ldmatrix, a cp.async
+// pipeline; bf16, fp16, and fp32 with allow_tf32, on sm_80 and later, for
+// 16-byte aligned operands.  No workspace.
+bool sm80_can_run(const GemmProblem& p, const DeviceInfo& dev);
+const char* sm80_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+// Name of the configuration sm80_gemm would run (starts with "sm80").
+const char* sm80_config_name(const GemmProblem& p, const DeviceInfo& dev);
+
+// Empty when this build's device code runs on `dev`, else an error naming the
+// GPU, its compute capability and the build's architectures (build_archs.h).
+std::string build_mismatch(const DeviceInfo& dev);
 
 // Hopper (sm_90a) tensor-core kernels: bf16, fp16, and fp32 with allow_tf32.
 bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev);

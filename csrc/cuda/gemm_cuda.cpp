@@ -44,6 +44,11 @@ const cuda::DeviceInfo& device_info(int device) {
     else
       (void)cudaGetLastError();
     std::snprintf(info->name, sizeof(info->name), "%s", prop->name);
+    // A GPU this build has no device code for: say so here, at its first
+    // call (not cached: every later call says it again), rather than let a
+    // launch fail with "no kernel image is available".
+    const std::string mismatch = cuda::build_mismatch(*info);
+    TILED_CHECK(mismatch.empty(), "tiled: ", mismatch);
     cache[device] = std::move(info);
   }
   return *cache[device];

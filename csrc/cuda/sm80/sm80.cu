@@ -1,0 +1,147 @@
+// Host side of the sm80 family: which problems it takes, which configuration
+// of sm80.h's list runs, and its name.
+#include "sm80.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace tiled {
+namespace cuda {
+
+namespace {
+
+using sm80::Launch;
+
+constexpr int64_t kMaxInt = 2147483647 - 256;
+
+// An operand cp.async can copy 16 bytes at a time: 16-byte aligned base,
+// leading dimension and batch stride multiples of 16 bytes.  `rows`: its
+// extent along the non-unit stride (1: the leading dimension is never used).
+// Others are declined (dispatch runs the general SIMT kernel on them).
+bool operand_ok(const void* ptr, int64_t ld, int64_t rows, int64_t batch_stride, int64_t batch, int per_chunk) {
+  if (pointer_alignment(ptr) < 16) return false;
+  if (rows > 1 && (ld <= 0 || ld % per_chunk != 0)) return false;
+  if (batch > 1 && batch_stride % per_chunk != 0) return false;
+  return true;
+}
+
+// CTAs of configuration `cfg` one SM holds at once (shared memory; the
+// register file holds two 4-warp or one 8-warp CTA of <= 255 registers).
+int ctas_per_sm(const sm80::Config& c, bool tf32, const DeviceInfo& dev) {
+  const size_t smem = static_cast<size_t>(sm80::smem_bytes(c, tf32));
+  if (smem > dev.max_smem_per_block_optin) return 0;
+  // An SM has ~1 KB more than a block may ask for (the driver's reserve).
+  const size_t per_sm = dev.max_smem_per_block_optin + 1024;
+  const int by_regs = sm80::threads(c) <= 128 ? 2 : 1;
+  return std::max(1, std::min(by_regs, static_cast<int>(per_sm / smem)));
+}
+
+// The configuration: the one whose tile grid costs the least time, taking
+// an SM's time as the work of the CTAs it runs (ceil(tiles / SMs) of them,
+// a 128 x 256 tile counting as two 128 x 128 ones), whether it runs them one
+// after the other or two at a time.  Ties go to the larger tile (fewer
+// bytes of A and B per flop).  Not tuned yet: a model, to be replaced by
+// measurements on the corpus.
+int choose_config(const GemmProblem& p, bool tf32, const DeviceInfo& dev) {
+  int best = -1;
+  double best_cost = 0;
+  for (int i = 0; i < sm80::kNumConfigs; ++i) {
+    const sm80::Config& c = sm80::config(tf32, i);
+    if (ctas_per_sm(c, tf32, dev) == 0) continue;
+    const int64_t tiles = ceil_div(p.M, c.bm) * ceil_div(p.N, c.bn) * p.batch;
+    const double tile_work = static_cast<double>(c.bm) * c.bn / (128.0 * 128.0);
+    const double cost = static_cast<double>(ceil_div(tiles, std::max(dev.num_sms, 1))) * tile_work;
+    if (best < 0 || cost < best_cost) {
+      best = i;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+// The launch for `p`; false when the family cannot take it.
+bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
+  const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16 && !tf32) return false;
+  if (dev.sm_major < 8) return false;
+  if (p.M > kMaxInt || p.N > kMaxInt || p.K > kMaxInt || p.K < 1 || p.M < 1 || p.N < 1) return false;
+  if (p.batch < 1 || p.batch > 65535) return false;
+  const int per_chunk = 16 / dtype_size(p.dtype);
+  sm80::Params& q = l.p;
+  l.a_kmajor = p.a.col_stride == 1;
+  l.b_kmajor = !(p.b.col_stride == 1);  // row-major B wins when both strides are 1
+  if (!l.a_kmajor && p.a.row_stride != 1) return false;
+  if (l.b_kmajor && p.b.row_stride != 1) return false;
+  q.lda = l.a_kmajor ? p.a.row_stride : p.a.col_stride;
+  q.ldb = l.b_kmajor ? p.b.col_stride : p.b.row_stride;
+  if (!operand_ok(p.a.ptr, q.lda, l.a_kmajor ? p.M : p.K, p.a.batch_stride, p.batch, per_chunk)) return false;
+  if (!operand_ok(p.b.ptr, q.ldb, l.b_kmajor ? p.N : p.K, p.b.batch_stride, p.batch, per_chunk)) return false;
+  l.cfg = choose_config(p, tf32, dev);
+  if (l.cfg < 0) return false;
+  const sm80::Config& c = sm80::config(tf32, l.cfg);
+  const int64_t tiles_m = ceil_div(p.M, c.bm), tiles_n = ceil_div(p.N, c.bn);
+  if (tiles_m * tiles_n > kMaxInt) return false;
+  q.a = p.a.ptr;
+  q.b = p.b.ptr;
+  q.bias = p.bias;
+  q.c = p.c;
+  q.M = static_cast<int>(p.M);
+  q.N = static_cast<int>(p.N);
+  q.K = static_cast<int>(p.K);
+  q.a_batch = p.a.batch_stride;
+  q.b_batch = p.b.batch_stride;
+  q.c_batch = p.c_batch_stride;
+  q.c_ld = p.c_row_stride;
+  q.tiles_m = static_cast<int>(tiles_m);
+  q.tiles_n = static_cast<int>(tiles_n);
+  const int es = dtype_size(p.dtype);
+  q.c_pairs = pointer_alignment(p.c) >= 2 * es && q.c_ld % 2 == 0 && (p.batch == 1 || q.c_batch % 2 == 0);
+  l.batch = static_cast<int>(p.batch);
+  return true;
+}
+
+const char* dtype_tag(const GemmProblem& p) {
+  return p.dtype == DType::bf16 ? "bf16" : p.dtype == DType::f16 ? "f16" : "tf32";
+}
+
+}  // namespace
+
+bool sm80_can_run(const GemmProblem& p, const DeviceInfo& dev) {
+  Launch l;
+  return build(p, dev, l);
+}
+
+const char* sm80_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+  Launch l;
+  if (!build(p, dev, l)) return "sm80: problem not supported";
+  const bool first = l.cfg == 0;
+  switch (p.dtype) {
+    case DType::bf16: return first ? sm80::launch_bf16_0(l, stream) : sm80::launch_bf16_1(l, stream);
+    case DType::f16: return first ? sm80::launch_f16_0(l, stream) : sm80::launch_f16_1(l, stream);
+    case DType::f32: return first ? sm80::launch_tf32_0(l, stream) : sm80::launch_tf32_1(l, stream);
+    default: return "sm80: unsupported dtype";
+  }
+}
+
+// "sm80_<dtype>_<tile>_<ab>": the configuration's tag from sm80.h's list and
+// the caller's layout letters ('n' row-major), as the other families name them.
+const char* sm80_config_name(const GemmProblem& p, const DeviceInfo& dev) {
+  Launch l;
+  if (!build(p, dev, l)) return nullptr;
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const char* dt : {"bf16", "f16", "tf32"})
+      for (int i = 0; i < sm80::kNumConfigs; ++i)
+        for (const char* ab : {"tt", "tn", "nt", "nn"})
+          v.push_back(std::string("sm80_") + dt + "_" + sm80::config(std::string(dt) == "tf32", i).tag + "_" + ab);
+    return v;
+  }();
+  const std::string dt = dtype_tag(p);
+  const int d = dt == "bf16" ? 0 : dt == "f16" ? 1 : 2;
+  const int ab = (p.a.row_major() ? 2 : 0) + (p.b.row_major() ? 1 : 0);
+  return names[(d * sm80::kNumConfigs + l.cfg) * 4 + ab].c_str();
+}
+
+}  // namespace cuda
+}  // namespace tiled

@@ -1,0 +1,93 @@
+// The Ampere-style tensor-core family (sm80.cuh), as dispatch sees it: the
+// configurations (data), the launch parameters and the per-dtype launchers.
+// Torch-free, no device code.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../../gemm_problem.h"
+#include "../dispatch.h"
+
+namespace tiled {
+namespace cuda {
+namespace sm80 {
+
+// One configuration: a BM x BN tile of C per CTA, k-blocks of BK elements
+// (always 128 bytes of K: 64 bf16/fp16, 32 tf32), WARPS_M x WARPS_N warps
+// each owning a (BM / WARPS_M) x (BN / WARPS_N) warp tile, STAGES k-blocks
+// in flight in the cp.async ring.
+struct Config {
+  const char* tag;  // the name's tile part, e.g. "128x256x64s3"
+  int bm, bn, bk, warps_m, warps_n, stages;
+};
+
+constexpr int kRowBytes = 128;  // one k-block of K, in bytes (8 16-byte chunks)
+
+// The configurations, per dtype class, in order of preference for large
+// grids (sm80.cu picks).  Each warp tile is 64 x 64: 128 fp32 accumulators a
+// thread, 4 m16 x 8 n8 mma tiles per k-step.
+//   0: 128 x 256, 8 warps, 3 stages (144 KB: one CTA per SM; A100, H100);
+//   1: 128 x 128, 4 warps, 3 stages (96 KB: two CTAs per SM on an H100,
+//      one on an A100; the only one that fits sm_86 / sm_89 / sm_120's
+//      99 KB).
+constexpr Config kConfigs16[] = {
+    {"128x256x64s3", 128, 256, 64, 2, 4, 3},
+    {"128x128x64s3", 128, 128, 64, 2, 2, 3},
+};
+constexpr Config kConfigsTf32[] = {
+    {"128x256x32s3", 128, 256, 32, 2, 4, 3},
+    {"128x128x32s3", 128, 128, 32, 2, 2, 3},
+};
+constexpr int kNumConfigs = 2;
+static_assert(sizeof(kConfigs16) / sizeof(Config) == kNumConfigs, "one list length for every dtype class");
+static_assert(sizeof(kConfigsTf32) / sizeof(Config) == kNumConfigs, "one list length for every dtype class");
+
+constexpr const Config& config(bool tf32, int i) { return tf32 ? kConfigsTf32[i] : kConfigs16[i]; }
+constexpr int threads(const Config& c) { return 32 * c.warps_m * c.warps_n; }
+constexpr int elem_bytes(bool tf32) { return tf32 ? 4 : 2; }
+constexpr int stage_bytes(const Config& c, bool tf32) { return (c.bm + c.bn) * c.bk * elem_bytes(tf32); }
+constexpr int smem_bytes(const Config& c, bool tf32) { return c.stages * stage_bytes(c, tf32); }
+
+constexpr bool config_ok(const Config& c, bool tf32) {
+  return c.bk * elem_bytes(tf32) == kRowBytes && c.bm % (16 * c.warps_m) == 0 && c.bn % (16 * c.warps_n) == 0 &&
+         c.bm * elem_bytes(tf32) % (8 * 16) == 0 && c.bn * elem_bytes(tf32) % (8 * 16) == 0 && c.stages >= 2;
+}
+static_assert(config_ok(kConfigs16[0], false) && config_ok(kConfigs16[1], false), "16-bit configurations");
+static_assert(config_ok(kConfigsTf32[0], true) && config_ok(kConfigsTf32[1], true), "tf32 configurations");
+
+// Everything a launch needs.  Strides in elements.  C is row-major (c_ld).
+struct Params {
+  const void* a = nullptr;  // [batch] M x K
+  const void* b = nullptr;  // [batch] K x N
+  const void* bias = nullptr;  // [N] or null, the output dtype
+  void* c = nullptr;
+  int M = 0, N = 0, K = 0;
+  int64_t lda = 0, ldb = 0;          // the non-unit stride of each operand
+  int64_t a_batch = 0, b_batch = 0;  // 0: broadcast
+  int64_t c_batch = 0, c_ld = 0;
+  int tiles_m = 0, tiles_n = 0;
+  bool c_pairs = false;  // two adjacent outputs may be stored as one (aligned C)
+};
+
+// A launch: configuration index, layouts, grid.
+struct Launch {
+  Params p;
+  int cfg = 0;
+  bool a_kmajor = true;  // A(m, k) at a[m * lda + k] (row-major A), else a[k * lda + m]
+  bool b_kmajor = true;  // B(k, n) at b[n * ldb + k] (column-major B), else b[k * ldb + n]
+  int batch = 1;
+};
+
+// Per-dtype, per-configuration launchers (sm80_<dtype>_<cfg>.cu: one file
+// each so they compile in parallel).
+const char* launch_bf16_0(const Launch& l, cudaStream_t stream);
+const char* launch_bf16_1(const Launch& l, cudaStream_t stream);
+const char* launch_f16_0(const Launch& l, cudaStream_t stream);
+const char* launch_f16_1(const Launch& l, cudaStream_t stream);
+const char* launch_tf32_0(const Launch& l, cudaStream_t stream);
+const char* launch_tf32_1(const Launch& l, cudaStream_t stream);
+
+}  // namespace sm80
+}  // namespace cuda
+}  // namespace tiled

@@ -1,0 +1,164 @@
+"""The Ampere-style tensor-core family (csrc/cuda/sm80): bf16, fp16 and tf32
+with mma.sync, forced on for every case.
+
+On a GPU without the Hopper family (A100, L4, RTX 30/40, sm_100+ through
+PTX) the family runs by default; on an H100 / H200 it runs only with the
+Hopper family off.  TILED_DISABLE_KERNELS is read once per process, so the
+cases run in a child process with TILED_DISABLE_KERNELS=hopper,skinny,staging
+(skinny off too, so that small M and N reach this family), one child per
+dtype: every layout, both configurations, edge tiles (M, N, K not multiples
+of the tile, K below one chunk, the last k-block partly past K), batches
+with and without broadcast operands, bias, a NaN-poisoned output, every
+element within torch_tiled_gemm/testing.py's bound of a float64 reference,
+integer data compared exactly, bit-identical repeats, and the alignment the
+family declines.  Skips without a compute-capability >= 8.0 GPU.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import assert_close_rel, rand, reference, run_poisoned
+
+HAS_SM80 = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability >= 8.0 GPU")
+
+DT = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+FORCED = "hopper,skinny,staging"
+
+
+def padded(values, ch):
+    """`values` ([..., rows, cols]) stored row-major ('N') or column-major
+    ('T') with the leading dimension rounded up to 8 elements (16 bytes or
+    more); the padding is NaN, so a read past the extent poisons the result."""
+    t = values if ch == "N" else values.transpose(-1, -2)
+    inner = t.shape[-1]
+    store = torch.full(t.shape[:-1] + (-(-inner // 8) * 8,), float("nan"), dtype=t.dtype, device=t.device)
+    store[..., :inner] = t
+    view = store[..., :inner]
+    return view if ch == "N" else view.transpose(-1, -2)
+
+
+def operands(M, N, K, dtype, layout, gen, batch=None, ints=False):
+    lead = () if batch is None else (batch,)
+    if ints:  # exact in every dtype and in fp32 sums: any misplaced element shows
+        a = torch.randint(-2, 3, lead + (M, K), generator=gen, device="cuda").to(dtype)
+        b = torch.randint(-2, 3, lead + (K, N), generator=gen, device="cuda").to(dtype)
+    else:
+        a = rand(lead + (M, K), dtype, "cuda", gen)
+        b = rand(lead + (K, N), dtype, "cuda", gen)
+    return padded(a, layout[0]), padded(b, layout[1])
+
+
+def name(a, b):
+    return torch.ops.tiled.gemm_kernel_name(a, b)
+
+
+def check(tag, a, b, bias=None, exact=False, expect_sm80=True):
+    """One case: the kernel name, a poisoned output, the bound (or exact
+    equality), and the same bits on a second run."""
+    dtype = DT[tag]
+    kname = name(a, b)
+    if expect_sm80:
+        lay = ("n" if a.stride(-1) == 1 else "t") + ("n" if b.stride(-1) == 1 else "t")
+        assert kname.startswith(f"sm80_{tag}_") and kname.endswith("_" + lay), (kname, a.shape, b.shape)
+    batch = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else 1)
+    numel = a.shape[-2] * b.shape[-1] * batch
+    out, _ = run_poisoned(lambda: torch.ops.tiled.gemm(a, b, bias), numel, dtype, "cuda")
+    ref = reference(a, b, bias)
+    if exact:
+        want = ref.to(dtype).double()
+        bad = (out.double() != want).nonzero()
+        assert bad.numel() == 0, (kname, f"first wrong element at {bad[0].tolist()}: "
+                                  f"{out[tuple(bad[0])].item()} vs {want[tuple(bad[0])].item()}")
+    else:
+        assert_close_rel(out, ref, dtype, tf32=tag == "tf32")
+    again = torch.ops.tiled.gemm(a, b, bias)
+    assert torch.equal(out, again), (kname, "not bit-identical on a second run")
+    return kname
+
+
+# Shapes: (M, N, K).  Edges of every kind; both configurations (128 x 256
+# where its grid costs no more waves, 128 x 128 otherwise: sm80.cu).
+SHAPES = [
+    (1, 1, 1), (1, 8, 8), (5, 3, 7), (16, 8, 16), (17, 9, 65),
+    (127, 129, 65), (128, 128, 64), (128, 256, 64), (129, 257, 200),
+    (300, 64, 1000), (257, 511, 33), (64, 300, 129), (1000, 1000, 100),
+    (2048, 4096, 200), (4096, 2048, 72),
+]
+
+
+def run_cases(tag):
+    """Every case of one dtype (in a child with the family forced)."""
+    dtype = DT[tag]
+    torch.backends.cuda.matmul.allow_tf32 = tag == "tf32"
+    gen = torch.Generator(device="cuda").manual_seed(80)
+    seen = set()
+    for layout in LAYOUTS:
+        for i, (M, N, K) in enumerate(SHAPES):
+            a, b = operands(M, N, K, dtype, layout, gen)
+            bias = rand((N,), dtype, "cuda", gen) if i % 2 else None
+            # Single rows / columns / K = 1 may normalise to a unit leading
+            # dimension (not 16-byte rows): declined, another kernel runs.
+            degenerate = min(M, N, K) == 1
+            kname = check(tag, a, b, bias, expect_sm80=not degenerate)
+            if kname.startswith("sm80_"):
+                seen.add(kname.split("_")[2])
+        for M, N, K in [(129, 257, 200), (300, 200, 1000), (2048, 2048, 128)]:
+            a, b = operands(M, N, K, dtype, layout, gen, ints=True)
+            bias = torch.randint(-3, 4, (N,), generator=gen, device="cuda").to(dtype)
+            check(tag, a, b, bias, exact=True)
+        # K below a chunk and around k-block edges (64 16-bit / 32 fp32 elements).
+        for K in (2, 3, 8, 31, 33, 63, 64, 65, 127, 129):
+            a, b = operands(70, 136, K, dtype, layout, gen, ints=True)
+            check(tag, a, b, exact=True)
+        # Batches: strided, and a broadcast A or B (batch stride 0).
+        a, b = operands(65, 130, 70, dtype, layout, gen, batch=3)
+        check(tag, a, b, rand((130,), dtype, "cuda", gen))
+        a1, b1 = operands(65, 130, 70, dtype, layout, gen)
+        check(tag, a1.expand(3, -1, -1), b)
+        check(tag, a, b1.expand(3, -1, -1), rand((130,), dtype, "cuda", gen))
+        a, b = operands(200, 264, 96, dtype, layout, gen, batch=5, ints=True)
+        check(tag, a, b, torch.randint(-3, 4, (264,), generator=gen, device="cuda").to(dtype), exact=True)
+    # Both configurations ran (the 128 x 256 one needs 144 KB of shared
+    # memory: A100, H100; not sm_86 / sm_89 / sm_120).
+    bk = 32 if tag == "tf32" else 64
+    want = {f"128x128x{bk}s3"}
+    if torch.cuda.get_device_properties(0).shared_memory_per_block_optin >= 144 * 1024:
+        want.add(f"128x256x{bk}s3")
+    assert seen == want, seen
+    # Leading dimensions that are not multiples of 16 bytes: declined (the
+    # general kernel runs them), still correct.
+    for M, N, K in [(33, 35, 37), (100, 99, 130)]:
+        a, b = rand((M, K), dtype, "cuda", gen), rand((K, N), dtype, "cuda", gen)
+        kname = check(tag, a, b, expect_sm80=False)
+        assert not kname.startswith("sm80_"), kname
+    # An operand whose base is not 16-byte aligned: declined too.
+    store = rand((64 * 136 + 1,), dtype, "cuda", gen)
+    a = store[1:].view(64, 136)
+    b = rand((136, 64), dtype, "cuda", gen)
+    assert not check(tag, a, b, expect_sm80=False).startswith("sm80_")
+
+
+@pytest.mark.parametrize("tag", ["bf16", "f16", "tf32"])
+def test_forced_every_case(tag):
+    env = dict(os.environ, TILED_DISABLE_KERNELS=FORCED)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = f"import test_sm80; test_sm80.run_cases({tag!r}); print('ok')"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900, cwd=tests)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-4000:] + r.stderr[-8000:]
+
+
+def test_default_choice():
+    """Without switches: the Hopper family keeps its problems on a 9.0 GPU
+    (when this build has it); any other sm_80+ GPU runs large bf16 on sm80."""
+    if "TILED_DISABLE_KERNELS" in os.environ:
+        pytest.skip("TILED_DISABLE_KERNELS is set for this process")
+    a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+    kname = name(a, a)
+    if torch.cuda.get_device_capability() == (9, 0) and kname.startswith("sm90"):
+        return
+    assert kname.startswith("sm80_bf16_"), kname
