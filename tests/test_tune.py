@@ -83,7 +83,7 @@ def test_dispatch_runs_the_table(monkeypatch):
     from torch_tiled_gemm import bench
 
     table = shipped_table()
-    seen = 0
+    seen = differ = 0
     for dname in ("bf16", "fp16", "tf32"):
         torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
         try:
@@ -97,11 +97,11 @@ def test_dispatch_runs_the_table(monkeypatch):
                 got = torch.ops.tiled.gemm_kernel_name(a, b)
                 with tune.settings_env(table[key]):
                     assert torch.ops.tiled.gemm_kernel_name(a, b) == got, (e["id"], dname, table[key])
-                # an entry names another kernel than the rules' (that is what was timed); any
-                # switch set by hand (here the default raster group) leaves the rules to it
+                # any switch set by hand (here the default raster group) leaves the choice to the
+                # rules, which differ from the table's entry on some GEMMs of its class (those timed)
                 with tune.settings_env("TILED_SM90_GROUPM=8"):
-                    assert torch.ops.tiled.gemm_kernel_name(a, b) != got, (e["id"], dname, table[key])
+                    differ += torch.ops.tiled.gemm_kernel_name(a, b) != got
                 seen += 1
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False
-    assert seen > 0
+    assert seen > 0 and differ > 0, (seen, differ)
