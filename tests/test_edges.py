@@ -531,7 +531,7 @@ def test_batch_over_65535_cuda_simt_general():
         for dtype in (torch.float32, torch.bfloat16, torch.float16):
             names = test_edges.check_batched("cuda", dtype, 65600, 16, 16, 16)
             assert all(n == "simt_general" for n in names.values()), names
-    """, TILED_DISABLE_KERNELS="hopper,skinny,simt_fast,staging")
+    """, TILED_DISABLE_KERNELS="hopper,sm80,skinny,simt_fast,staging")
 
 
 def run_in_subprocess(body, **env):
@@ -627,7 +627,7 @@ def test_over_2_31_elements_simt_general_16bit():
     out = run_in_subprocess("""
         for dtype in (torch.bfloat16, torch.float32):
             print(test_edges.run_big("simt_general", dtype, 46400, 46400, 16, "NN"))
-    """, TILED_DISABLE_KERNELS="hopper,skinny,simt_fast,staging")
+    """, TILED_DISABLE_KERNELS="hopper,sm80,skinny,simt_fast,staging")
     print(out)
 
 
@@ -702,40 +702,39 @@ def test_odd_storage_offsets_cuda(dtype, layout):
 @needs_cuda
 def test_oom_in_staging_copy():
     # A row-major A with an odd K (no 16-byte aligned rows) reaches the
-    # tensor cores through an aligned copy of A (~134 MB here).  With this
+    # tensor cores through an aligned copy of A (~134 MB here).  With the
     # process's allocator capped just above what it holds, that copy cannot
     # be made: torch's OutOfMemoryError, and nothing allocated is left behind.
-    # (A cap, not a filler tensor taking the GPU's free memory: other test
-    # processes share the GPU, free memory between the two steps, and must
-    # not be starved.)
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
-    M, N, K = 4096, 256, 16383
-    a = rand((M, K), torch.bfloat16, "cuda")
-    b = rand((K, N), torch.bfloat16, "cuda")
-    name = ttg.kernel_name(a, b)
-    assert name.startswith("staged_a+"), name
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
-    before = torch.cuda.memory_allocated()
-    total = torch.cuda.get_device_properties(a.device).total_memory
-    reserved = torch.cuda.memory_reserved()
-    limit = reserved + 32 * 2**20  # room for the 2 MB output, not for the copy
-    try:
+    # In a fresh process: in this one the caching allocator may hold free
+    # blocks from earlier tests that the copy would fit in under any cap
+    # (measured on an H100: 262 MB reserved and free after empty_cache).  A
+    # cap, not a filler tensor taking the GPU's free memory: other test
+    # processes share the GPU and must not be starved.
+    run_in_subprocess("""
+        import torch_tiled_gemm as ttg
+        from conftest import assert_elementwise, rand
+        M, N, K = 4096, 256, 16383
+        a = rand((M, K), torch.bfloat16, "cuda")
+        b = rand((K, N), torch.bfloat16, "cuda")
+        name = ttg.kernel_name(a, b)
+        assert name.startswith("staged_a+"), name
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        total = torch.cuda.get_device_properties(a.device).total_memory
+        reserved = torch.cuda.memory_reserved()
+        limit = reserved + 32 * 2**20  # room for the 2 MB output, not for the copy
         torch.cuda.set_per_process_memory_fraction(limit / total, a.device)
         try:
-            out = gemm(a, b)
+            out = torch.ops.tiled.gemm(a, b)
         except torch.OutOfMemoryError:
             out = None
         torch.cuda.synchronize()
         state = (f"reserved {reserved} -> {torch.cuda.memory_reserved()}, limit {limit}, allocated {before} -> "
-                 f"{torch.cuda.memory_allocated()}, peak {torch.cuda.max_memory_allocated()}")
+                 f"{torch.cuda.memory_allocated()}")
         assert out is None, f"no OutOfMemoryError ({name}): {state}"
         assert torch.cuda.memory_allocated() == before, state
-    finally:
         torch.cuda.set_per_process_memory_fraction(1.0, a.device)
-        torch.cuda.empty_cache()
-    before = torch.cuda.memory_allocated()
-    # The op still works afterwards.
-    assert_elementwise(gemm(a, b), a, b, None, name)
-    assert torch.cuda.memory_allocated() == before
+        # The op still works afterwards.
+        assert_elementwise(torch.ops.tiled.gemm(a, b), a, b)
+        print("ok")
+    """)
