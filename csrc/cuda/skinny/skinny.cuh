@@ -34,6 +34,7 @@
 #include <cstdint>
 
 #include "../cp_async.cuh"
+#include "../ldmatrix.cuh"
 #include "../hopper/ptx.cuh"
 #include "../epilogue.cuh"
 #include "../simt/numeric.cuh"
@@ -60,19 +61,6 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int sr
   else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
                  : "memory");
-}
-
-// Four 8x8 16-bit matrices; lane i names a row of matrix i / 8.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-// Same, each matrix transposed on the way (for M/N-major tiles).
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
 }
 
 // D (+)= A * B on one m16n8k16 tile, fp32 accumulators; T picks the PTX type.
