@@ -102,6 +102,7 @@ bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 Family choose(const GemmProblem& p, const DeviceInfo& dev) {
+  if (!disabled("hopper") && hopper_config_forced(p, dev)) return Family::hopper;  // TILED_CONFIG
   if (!disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev)) return Family::skinny;
   if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
   // Not yet measured against the alternatives below; on GPUs without the
@@ -323,10 +324,11 @@ bool stored_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) 
 
 // The shipped dispatch table's setting of p's class (autotune.h); false
 // where it has none, where TILED_DISABLE_KERNELS names "table" (the rules
-// alone), and where a family's switch (TILED_SM90_*, TILED_SKINNY_*) is set
-// by hand: that is obeyed as the rules read it.
+// alone), and where a configuration (TILED_CONFIG) or a family's switch
+// (TILED_SM90_*, TILED_SKINNY_*) is set by hand: that is obeyed.
 bool table_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
-  if (disabled("table") || any_setting_with_prefix("TILED_SM90_") || any_setting_with_prefix("TILED_SKINNY_"))
+  if (disabled("table") || setting("TILED_CONFIG") || any_setting_with_prefix("TILED_SM90_") ||
+      any_setting_with_prefix("TILED_SKINNY_"))
     return false;
   return autotune::table_lookup(p, dev, out);
 }

@@ -1,11 +1,15 @@
 // Host-only driver of the sm_90a kernel family's tile/schedule choice: reads
 // "M N K batch kind" lines (kind 0 = bf16 NT, 1 = tf32 NT, 2 = tf32 NN,
 // 3 = tf32 TT, 4 = bf16 TN, 5 = bf16 NN; NT: A row-major, B column-major) and prints the config name hopper_config_name picks on a
-// 132-SM sm_90 device with 227 KB of opt-in shared memory, or "none".  The
+// 132-SM sm_90 device with 227 KB of opt-in shared memory, or "none".  With
+// the argument --forced each line ends with a configuration name that
+// TILED_CONFIG is set to for that problem ("-": unset).  The
 // launchers are stubs: nothing runs on a GPU.  Built and driven by
 // tests/test_choice_mirror.py to keep test_hopper.py's Python mirror of
 // choose() honest on machines without a GPU.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "cuda/hopper/hopper.h"
 
@@ -19,7 +23,9 @@ const char* launch_tf32(const GemmProblem&, const DeviceInfo&, cudaStream_t, Cho
 }  // namespace cuda
 }  // namespace tiled
 
-int main() {
+int main(int argc, char** argv) {
+  const bool forced = argc > 1 && std::strcmp(argv[1], "--forced") == 0;
+  char config[128];
   using namespace tiled;
   cuda::DeviceInfo dev;
   dev.sm_major = 9;
@@ -30,6 +36,13 @@ int main() {
   long long M, N, K, batch;
   int dt;
   while (std::scanf("%lld %lld %lld %lld %d", &M, &N, &K, &batch, &dt) == 5) {
+    if (forced) {
+      if (std::scanf("%127s", config) != 1) return 1;
+      if (std::strcmp(config, "-") == 0)
+        unsetenv("TILED_CONFIG");
+      else
+        setenv("TILED_CONFIG", config, 1);
+    }
     GemmProblem p;
     p.M = M, p.N = N, p.K = K, p.batch = batch;
     p.dtype = dt == 0 || dt == 4 || dt == 5 ? DType::bf16 : DType::f32;

@@ -646,10 +646,133 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
 #endif
 }
 
+// The configurations, by name: "sm90_<dtype>_<variant>[sw]_<a><b>" (see
+// hopper_config_name).  The variant's index is the list's, which the Choice
+// <-> name mapping below (variant_index, variant_choice) follows.
+const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
+constexpr int kNumVariants = 29;
+const char* const kVariants[kNumVariants] = {
+    "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
+    "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
+    "128x192",    "128x64sk2",
+    // the swapped-only widths, in kSwapWidths order
+    "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232",
+    // the one-slab widths, in kSlabWidths order
+    "64x8", "64x16", "64x24", "64x32", "64x40", "64x48", "64x56", "64x64"};
+constexpr int kFirstSwapWidth = 14, kFirstSlab = 21;
+static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kFirstSlab &&
+                  kFirstSlab + sizeof(sm90::kSlabWidths) / sizeof(sm90::kSlabWidths[0]) == kNumVariants,
+              "one name per width");
+const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
+
+int variant_index(const Choice& c) {
+  const bool sk = c.sk_tiles > 0;
+  return c.slab > 0                                ? kFirstSlab + sm90::slab_width_index(c.slab)
+         : c.pingpong                              ? (c.cluster == 2 ? 4 : 3)
+         : c.split_k > 1 && c.tile == Tile::k128x64 ? 13
+         : c.split_k > 1                           ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
+         : c.tile == Tile::k128x256                ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
+         : c.tile == Tile::k128x64                 ? (sk ? 11 : 8)
+         : c.tile == Tile::k128x192                ? 12
+         : tile_swapped_only(c.tile)               ? kFirstSwapWidth + swap_width_index(c.tile)
+                                                   : (sk ? 10 : 1);
+}
+
+// The schedule fields of variant `v` (tile, cluster, ping-pong, split-K,
+// stream-K as a flag, one-slab width) over the layout fields of `base`.
+Choice variant_choice(int v, const Choice& base, bool* streamk) {
+  Choice c;
+  c.a_mn = base.a_mn;
+  c.b_mn = base.b_mn;
+  c.group_m = base.group_m;
+  c.skip_idle_slabs = base.skip_idle_slabs;
+  *streamk = v == 9 || v == 10 || v == 11;
+  static const Tile kTiles[14] = {Tile::k128x256, Tile::k128x128, Tile::k128x256, Tile::k128x128, Tile::k128x128,
+                                  Tile::k128x128, Tile::k128x128, Tile::k128x128, Tile::k128x64,  Tile::k128x256,
+                                  Tile::k128x128, Tile::k128x64,  Tile::k128x192, Tile::k128x64};
+  if (v >= kFirstSlab) {
+    c.slab = sm90::kSlabWidths[v - kFirstSlab];
+  } else if (v >= kFirstSwapWidth) {
+    c.tile = kSwapWidths[v - kFirstSwapWidth];
+  } else {
+    c.tile = kTiles[v];
+    c.cluster = v == 2 || v == 4 ? 2 : 1;
+    c.pingpong = v == 3 || v == 4;
+    c.split_k = v == 5 || v == 13 ? 2 : v == 6 ? 4 : v == 7 ? 8 : 0;
+  }
+  return c;
+}
+
+// TILED_CONFIG: a configuration forced by name, as hopper_config_name (and
+// ttg.kernel_name) spells it: "sm90_bf16_128x128pp_nt" takes bf16 NT
+// problems onto ping-pong 128x128 tiles; a bare variant ("128x128pp",
+// "128x200sw") takes any dtype and layout.  Where the configuration cannot
+// run the problem (another dtype or layout, a width or schedule its layout
+// has no kernel for, too few k-blocks to split) the choice is the usual one.
+// For tf32 the orientation is the rules' (its names carry no "sw").
+// Returns false when TILED_CONFIG names no applicable sm90 configuration;
+// else plans it as plan() does.
+bool plan_forced(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice) {
+  const char* forced = setting("TILED_CONFIG");
+  if (!forced || caller.M < 1 || caller.N < 1 || caller.K < 1) return false;
+  std::string v(forced);
+  const int d = caller.dtype == DType::bf16 ? 0 : caller.dtype == DType::f16 ? 1 : 2;
+  if (v.rfind("sm90_", 0) == 0) {
+    const std::string head = std::string("sm90_") + kDtypes[d] + "_";
+    const std::string tail = std::string("_") + kLayouts[(caller.a.row_major() ? 0 : 2) + (caller.b.row_major() ? 1 : 0)];
+    if (v.rfind(head, 0) != 0 || v.size() < head.size() + tail.size() ||
+        v.compare(v.size() - tail.size(), tail.size(), tail) != 0)
+      return false;
+    v = v.substr(head.size(), v.size() - head.size() - tail.size());
+  }
+  const bool tf32 = caller.dtype == DType::f32;
+  bool swapped = false;
+  if (v.size() > 2 && v.compare(v.size() - 2, 2, "sw") == 0) {
+    if (tf32) return false;
+    swapped = true;
+    v.resize(v.size() - 2);
+  }
+  int index = -1;
+  for (int i = 0; i < kNumVariants; ++i)
+    if (v == kVariants[i]) index = i;
+  if (index < 0) return false;
+  if (tf32) swapped = tf32_swapped(caller) || tf32_nt_swap_wanted(caller);
+  if (index >= kFirstSwapWidth && index < kFirstSlab && !swapped) return false;  // swapped only
+  Planned pp{caller, dev}, qq{swap_operands(caller), dev};
+  Planned& target = swapped ? qq : pp;
+  bool streamk = false;
+  Choice c = variant_choice(index, target.choice(), &streamk);
+  // What the rules never combine (the kernels that exist): 2-CTA clusters
+  // over >= 2 tile rows, 128x256 (16-bit also ping-pong) only, tf32 no
+  // ping-pong cluster; split-K and stream-K cooperative without cluster;
+  // 128x64 / 128x192 without cluster; a split no deeper than the k-blocks.
+  const GemmProblem& q = target.p;
+  const int64_t tm = ceil_div(q.M, 128);
+  const int64_t k_blocks = ceil_div(q.K, tf32 ? 32 : 64);
+  if (c.cluster == 2 && (tm < 2 || (tf32 && c.pingpong))) return false;
+  if (c.split_k > k_blocks || (c.split_k > 1 && ceil_div(q.N, tile_bn(c.tile)) * tm * q.batch * c.split_k > kMaxInt))
+    return false;
+  if (swapped && c.slab == 0 && !tile_swapped_only(c.tile) &&
+      (c.tile != Tile::k128x256 || c.pingpong || c.split_k > 1 || streamk))
+    return false;  // the transposed-C kernels: 128x256 cooperative, or the swapped-only widths
+  if (streamk) {
+    const int64_t tiles = tm * ceil_div(q.N, tile_bn(c.tile)) * q.batch;
+    c.sk_tiles = stream_k_tiles(tiles, sm_count(dev), k_blocks);
+    if (c.sk_tiles <= 0) return false;
+  }
+  target.c = c;
+  target.chosen = true;
+  const bool other = c.slab > 0 || tile_swapped_only(c.tile);
+  if (!plan_as(target, swapped, choice, other ? c.tile : Tile::k128x256, c.slab)) return false;
+  if (launched) *launched = target.p;
+  return true;
+}
+
 // Whether the Hopper kernel takes `caller`; if so, the problem it launches
 // (the caller's, or tf32 swapped as above) and its Choice, where asked for.
 bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
           Choice* choice = nullptr) {
+  if (plan_forced(caller, dev, launched, choice)) return true;
   const bool nn = tf32_swapped(caller), tf32_nt = tf32_nt_swap_wanted(caller);
   Planned pp{caller, dev}, qq{swap_operands(caller), dev};
   const bool fills = !nn && !tf32_nt && swap_fills_waves(pp, qq);
@@ -681,6 +804,8 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
 
 bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev) { return plan(p, dev); }
 
+bool hopper_config_forced(const GemmProblem& p, const DeviceInfo& dev) { return plan_forced(p, dev, nullptr, nullptr); }
+
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   Choice c;
   if (!plan(p, dev, nullptr, &c)) return nullptr;
@@ -694,21 +819,6 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // swapped only (swap_width); the one-slab tiles run swapped for a small M,
   // 64x8sw ... 64x64sw (slab_width), and as called for a small N, 64x8 ...
   // 64x64 (slab_width_as_called).  Built once.
-  static const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-  constexpr int kNumVariants = 29;
-  static const char* const kVariants[kNumVariants] = {
-      "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
-      "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
-      "128x192",    "128x64sk2",
-      // the swapped-only widths, in kSwapWidths order
-      "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232",
-      // the one-slab widths, in kSlabWidths order
-      "64x8", "64x16", "64x24", "64x32", "64x40", "64x48", "64x56", "64x64"};
-  constexpr int kFirstSwapWidth = 14, kFirstSlab = 21;
-  static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kFirstSlab &&
-                    kFirstSlab + sizeof(sm90::kSlabWidths) / sizeof(sm90::kSlabWidths[0]) == kNumVariants,
-                "one name per width");
-  static const char* const kLayouts[4] = {"nt", "nn", "tt", "tn"};  // [a_mn][b_mn]
   static const std::string* const names = [] {
     auto* n = new std::string[2 * 3 * kNumVariants * 4];
     for (int sw = 0; sw < 2; ++sw)
@@ -720,16 +830,7 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
     return n;
   }();
   const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
-  const bool sk = c.sk_tiles > 0;
-  const int v = c.slab > 0                    ? kFirstSlab + sm90::slab_width_index(c.slab)
-                : c.pingpong                    ? (c.cluster == 2 ? 4 : 3)
-                : c.split_k > 1 && c.tile == Tile::k128x64 ? 13
-                : c.split_k > 1                ? (c.split_k == 2 ? 5 : c.split_k == 4 ? 6 : 7)
-                : c.tile == Tile::k128x256 ? (c.cluster == 2 ? 2 : sk ? 9 : 0)
-                : c.tile == Tile::k128x64  ? (sk ? 11 : 8)
-                : c.tile == Tile::k128x192 ? 12
-                : tile_swapped_only(c.tile) ? kFirstSwapWidth + swap_width_index(c.tile)
-                                           : (sk ? 10 : 1);
+  const int v = variant_index(c);
   // The caller's layout (a swapped problem runs its tiles over C^T).
   const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);
   const int sw = c.c_trans && p.dtype != DType::f32 ? 1 : 0;

@@ -20,6 +20,11 @@ namespace cuda {
 // <BMxBN>_<a><b>", a/b = 'n' row-major or 't' column-major), or nullptr when
 // hopper_can_run(p, dev) is false.
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
+// Whether TILED_CONFIG names an sm90 configuration that runs `p` (dispatch
+// then takes the Hopper family, skinny problems included).  The name is the
+// one hopper_config_name gives ("sm90_bf16_128x128pp_nt"), or its variant
+// alone ("128x128pp", any dtype and layout).
+bool hopper_config_forced(const GemmProblem& p, const DeviceInfo& dev);
 // Whether hopper_gemm would run `p` on one-slab tiles (64-row tiles for a
 // small M or N; dispatch prefers them to the skinny kernel where they apply).
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev);
