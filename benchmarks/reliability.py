@@ -3,7 +3,7 @@ test at scale, compute-sanitizer over every kernel family, and tf32's error
 against cuBLAS's.
 
     python benchmarks/reliability.py --out DIR [--fuzz-cases 50000]
-        [--tools memcheck,racecheck,initcheck,synccheck] [--skip opinfo,fuzz,sanitizer,tf32]
+        [--tools memcheck,racecheck,initcheck,synccheck] [--skip opinfo,fuzz,sanitizer,tf32] [--part I/N --merge]
 
 Writes DIR/reliability-<gpu>-<date>-<commit>.json:
     {"gpu", "commit", "date", "opinfo": {"passed", "failed"},
@@ -64,13 +64,16 @@ def fuzz(out_dir, cases):
             "failures": r.get("failures", [])[:10]}
 
 
-def sanitizer(out_dir, tools):
+def sanitizer(out_dir, tools, part=None):
+    """Error counts per tool (-1: the cases did not finish); `part` "I/N"
+    runs that share of the cases only (benchmarks/sanitize_cases.py --part)."""
     counts = {}
     for tool in tools:
         log = os.path.join(out_dir, f"sanitizer-{tool}.log")
         # Every allocation its own cudaMalloc: a stray access lands outside any.
         run(["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", sys.executable,
-             "benchmarks/sanitize_cases.py"], log, env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, timeout=1800)
+             "benchmarks/sanitize_cases.py", *(["--part", part] if part else [])], log,
+            env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, timeout=1800)
         text = open(log).read()
         m = re.findall(r"ERROR SUMMARY: (\d+) error", text) or re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
         done = "sanitize cases done, 0 numerical failures" in text
@@ -105,6 +108,9 @@ def main():
     p.add_argument("--tools", default="memcheck,racecheck,initcheck,synccheck")
     p.add_argument("--skip", default="")
     p.add_argument("--merge", action="store_true", help="keep the parts of an existing record not run now")
+    p.add_argument("--part", default=None, metavar="I/N",
+                   help="the sanitizers over share I of N of the cases (with --merge over several calls: a tool's "
+                        "count is the sum once all N shares are in, -1 until then)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     info = env_info("cuda")
@@ -131,7 +137,16 @@ def main():
         print("fuzz", {k: rec["fuzz"][k] for k in ("cases", "failed")}, flush=True)
         save()
     if "sanitizer" not in skip:
-        rec.setdefault("sanitizer", {}).update(sanitizer(a.out, [t for t in a.tools.split(",") if t]))
+        tools = [t for t in a.tools.split(",") if t]
+        counts = sanitizer(a.out, tools, a.part)
+        if a.part:
+            n = int(a.part.split("/")[1])
+            for tool, c in counts.items():
+                shares = rec.setdefault("sanitizer_parts", {}).setdefault(tool, {})
+                shares[a.part] = c
+                done = [v for k, v in shares.items() if k.endswith(f"/{n}")]
+                counts[tool] = sum(done) if len(done) == n and min(done) >= 0 else -1
+        rec.setdefault("sanitizer", {}).update(counts)
         save()
     print(json.dumps({k: v for k, v in rec.items() if k != "tf32"}, indent=1))
     print("wrote", path)
