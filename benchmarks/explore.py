@@ -11,13 +11,13 @@ A variant is "tag:VAR=val,VAR2=val" ("-" for none).  Prints one row per
 (case, variant) and writes explore-<gpu>-<date>-<commit>-<dtype><tag>.json.
 """
 import argparse
-import contextlib
 import json
 import os
 
 import torch
 
 from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands, paired, rel_err
+from torch_tiled_gemm.tune import parse_settings, settings_env
 
 
 def parse_case(s):
@@ -31,23 +31,7 @@ def parse_case(s):
 
 def parse_variant(s):
     tag, _, envs = s.partition(":")
-    pairs = [] if envs in ("", "-") else [e.split("=", 1) for e in envs.split(",")]
-    return tag, {k: v for k, v in pairs}
-
-
-@contextlib.contextmanager
-def switches(envs):
-    """The dispatch switches `envs` (read on every call) set for the block."""
-    saved = {k: os.environ.get(k) for k in envs}
-    os.environ.update(envs)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return tag, parse_settings(envs)
 
 
 def main():
@@ -68,7 +52,7 @@ def main():
         ref = torch.matmul(x.double(), w.double())
         for vs in a.variants:
             tag, envs = parse_variant(vs)
-            with switches(envs):
+            with settings_env(envs):
                 out = torch.ops.tiled.gemm(x, w)
                 err = rel_err(out, ref)
                 t_ours, t_torch, ratio = paired(lambda: torch.ops.tiled.gemm(x, w), lambda: torch.matmul(x, w), "cuda")

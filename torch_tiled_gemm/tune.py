@@ -24,6 +24,7 @@ already win get no line.  Dispatch reads the table at run time
 (csrc/cuda/autotune.h); docs/dispatch.md describes the whole loop.
 """
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -57,19 +58,22 @@ def default_table(gpu):
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables", table_name(gpu))
 
 
-class settings_env:
-    """The switches of one setting ("A=1,B=2", "-": none) in the environment
+def parse_settings(text):
+    """"A=1,B=2" ("-" or "": none), as the table and the extension spell a setting, as a dict."""
+    return dict(kv.split("=", 1) for kv in text.split(",")) if text not in ("", "-") else {}
+
+
+@contextlib.contextmanager
+def settings_env(setting):
+    """The switches of one setting ("A=1,B=2" or a dict) in the environment
     for the block (the extension reads them on every call)."""
-
-    def __init__(self, text):
-        self.pairs = [] if text in ("", "-") else [kv.split("=", 1) for kv in text.split(",")]
-
-    def __enter__(self):
-        self.saved = {k: os.environ.get(k) for k, _ in self.pairs}
-        os.environ.update(dict(self.pairs))
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
+    pairs = parse_settings(setting) if isinstance(setting, str) else dict(setting)
+    saved = {k: os.environ.get(k) for k in pairs}
+    os.environ.update(pairs)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
