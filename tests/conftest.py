@@ -1,4 +1,5 @@
 """Shared helpers: devices, float64 references, tolerances, layouts, poisoning."""
+import builtins
 import contextlib
 import ctypes
 import os
@@ -59,6 +60,44 @@ def as_layout(t, layout_char):
     if layout_char == "N":
         return t.contiguous()
     return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+def padded(values, ch):
+    """`values` ([..., rows, cols]) stored row-major ('N') or column-major
+    ('T') with the leading dimension rounded up to 8 elements (16 bytes or
+    more), as an allocator-friendly model would store it; the padding is NaN,
+    so a read past the extent poisons the result."""
+    t = values if ch == "N" else values.transpose(-1, -2)
+    inner = t.shape[-1]
+    store = torch.full(t.shape[:-1] + (-(-inner // 8) * 8,), float("nan"), dtype=t.dtype, device=t.device)
+    store[..., :inner] = t
+    view = store[..., :inner]
+    return view if ch == "N" else view.transpose(-1, -2)
+
+
+def padded_operands(M, N, K, dtype, layout, gen, batch=None, ints=False):
+    """CUDA operands in `layout` with padded leading dimensions (padded());
+    `ints`: small integers, exact in every dtype and in fp32 sums, so any
+    misplaced element shows."""
+    lead = () if batch is None else (batch,)
+    if ints:
+        a = torch.randint(-2, 3, lead + (M, K), generator=gen, device="cuda").to(dtype)
+        b = torch.randint(-2, 3, lead + (K, N), generator=gen, device="cuda").to(dtype)
+    else:
+        a = rand(lead + (M, K), dtype, "cuda", gen)
+        b = rand(lead + (K, N), dtype, "cuda", gen)
+    return padded(a, layout[0]), padded(b, layout[1])
+
+
+def no_matplotlib(monkeypatch):
+    """Makes `import matplotlib` fail for the test (the no-plot paths)."""
+    real = builtins.__import__
+
+    def fake(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError("no matplotlib (test)")
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", fake)
 
 
 def make_operands(M, N, K, dtype, device, layout="NN", batch=None, seed=None):

@@ -9,6 +9,8 @@ import re
 import pytest
 import torch
 
+from conftest import no_matplotlib
+
 from torch_tiled_gemm import bench
 
 SMALL_PLAN = [("gemm", (64, 48, 80), "fp32", "NN"), ("gemm", (32, 40, 24), "bf16", "NT"),
@@ -24,16 +26,6 @@ def fast(monkeypatch):
     monkeypatch.setattr(bench, "host_us_per_call", lambda fn, device, calls=2000: (fn(), 12.5)[1])
 
 
-def _no_matplotlib(monkeypatch):
-    real = builtins.__import__
-
-    def fake(name, *args, **kwargs):
-        if name == "matplotlib" or name.startswith("matplotlib."):
-            raise ImportError("no matplotlib (test)")
-        return real(name, *args, **kwargs)
-    monkeypatch.setattr(builtins, "__import__", fake)
-
-
 def _claimed(out):
     line = [ln for ln in out.splitlines() if ln.startswith("wrote ")]
     assert len(line) == 1, out
@@ -41,7 +33,7 @@ def _claimed(out):
 
 
 def test_claimed_files_exist_and_no_png_claim_without_matplotlib(fast, monkeypatch, tmp_path, capsys):
-    _no_matplotlib(monkeypatch)
+    no_matplotlib(monkeypatch)
     assert bench.main(["--device", "cpu", "--out", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     files = _claimed(out)
@@ -53,7 +45,7 @@ def test_claimed_files_exist_and_no_png_claim_without_matplotlib(fast, monkeypat
 
 
 def test_overhead_rows_in_microseconds(fast, monkeypatch, tmp_path, capsys):
-    _no_matplotlib(monkeypatch)
+    no_matplotlib(monkeypatch)
     bench.main(["--device", "cpu", "--out", str(tmp_path)])
     md = next(f for f in _claimed(capsys.readouterr()[0]) if f.endswith(".md"))
     rows = [ln for ln in open(md).read().splitlines() if ln.startswith("| gemm_call")]
@@ -75,7 +67,7 @@ def test_protocol_header_per_device():
 
 
 def test_two_runs_do_not_overwrite(fast, monkeypatch, tmp_path, capsys):
-    _no_matplotlib(monkeypatch)
+    no_matplotlib(monkeypatch)
     bench.main(["--device", "cpu", "--out", str(tmp_path)])
     first = _claimed(capsys.readouterr()[0])
     before = {f: open(f).read() for f in first}

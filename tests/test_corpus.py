@@ -2,7 +2,6 @@
 held-out split; the benchmark's --corpus / --model / --shapes runs
 (torch_tiled_gemm/corpus_bench.py) on the CPU: per-case records, the files
 they write and what those files claim."""
-import builtins
 import json
 import math
 import os
@@ -12,6 +11,8 @@ import sys
 
 import pytest
 import torch
+
+from conftest import no_matplotlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "benchmarks")
@@ -236,16 +237,6 @@ def test_corpus_run_wrapper_cpu(tmp_path, capsys):
 FIELDS = ("set", "model", "part", "op", "dtype", "M", "N", "K", "batch", "layout", "ratio", "kernel", "check")
 
 
-def _no_matplotlib(monkeypatch):
-    real = builtins.__import__
-
-    def fake(name, *args, **kwargs):
-        if name == "matplotlib" or name.startswith("matplotlib."):
-            raise ImportError("no matplotlib (test)")
-        return real(name, *args, **kwargs)
-    monkeypatch.setattr(builtins, "__import__", fake)
-
-
 def _has_matplotlib():
     try:
         import matplotlib  # noqa: F401
@@ -334,7 +325,7 @@ def test_model_cpu(tmp_path, capsys):
 
 def test_no_plot_claimed_without_matplotlib(tmp_path, capsys, monkeypatch):
     _extension()
-    _no_matplotlib(monkeypatch)
+    no_matplotlib(monkeypatch)
     rc, files, out, err = _run(["--shapes", "32x32x32", "--dtype", "fp32", "--rounds", "1"], tmp_path, capsys)
     assert rc == 0 and not any(f.endswith(".png") for f in files) and ".png" not in out
     assert not list(tmp_path.glob("*.png")) and "matplotlib not installed: no plot" in err
@@ -342,7 +333,7 @@ def test_no_plot_claimed_without_matplotlib(tmp_path, capsys, monkeypatch):
 
 def test_runs_never_overwrite_and_fail_exits_1(tmp_path, capsys, monkeypatch):
     _extension()
-    _no_matplotlib(monkeypatch)
+    no_matplotlib(monkeypatch)
     argv = ["--shapes", "16x16x16", "--dtype", "fp32", "--rounds", "1"]
     first = _run(argv, tmp_path, capsys)[1]
     before = {f: open(f).read() for f in first}

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
-from conftest import assert_close_rel, graph_replay, rand, reference, run_poisoned
+from conftest import assert_close_rel, graph_replay, padded_operands, rand, reference, run_poisoned
 
 HAS_SM80 = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
 pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability >= 8.0 GPU")
@@ -35,31 +35,10 @@ def _defaults(monkeypatch):
     monkeypatch.setenv("TILED_SM90_SLAB", "0")
 
 
-def padded(values, ch):
-    """`values` ([..., rows, cols]) stored row-major ('N') or column-major
-    ('T') with the leading dimension rounded up to 8 elements (16 bytes), as
-    an allocator-friendly model would store it; the padding is NaN, so a read
-    past the extent poisons the result."""
-    rows, cols = values.shape[-2:]
-    t = values if ch == "N" else values.transpose(-1, -2)
-    inner = t.shape[-1]
-    store = torch.full(t.shape[:-1] + (-(-inner // 8) * 8,), float("nan"), dtype=t.dtype, device=t.device)
-    store[..., :inner] = t
-    view = store[..., :inner]
-    return view if ch == "N" else view.transpose(-1, -2)
-
-
 def operands(M, N, K, dtype, layout, seed, batch=None, ints=False):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed)
-    lead = () if batch is None else (batch,)
-    if ints:  # exact in 16 bits and in fp32 accumulation: any wrong element shows
-        a = torch.randint(-2, 3, lead + (M, K), generator=gen, device="cuda").to(dtype)
-        b = torch.randint(-2, 3, lead + (K, N), generator=gen, device="cuda").to(dtype)
-    else:
-        a = rand(lead + (M, K), dtype, "cuda", gen)
-        b = rand(lead + (K, N), dtype, "cuda", gen)
-    return padded(a, layout[0]), padded(b, layout[1])
+    return padded_operands(M, N, K, dtype, layout, gen, batch, ints)
 
 
 def name(a, b):

@@ -20,7 +20,7 @@ import sys
 import pytest
 import torch
 
-from conftest import TF32_TOL, assert_close_rel, rand, reference, run_poisoned
+from conftest import TF32_TOL, assert_close_rel, padded_operands as operands, rand, reference, run_poisoned
 
 HAS_SM80 = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
 pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability >= 8.0 GPU")
@@ -28,29 +28,6 @@ pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability
 DT = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 FORCED = "hopper,skinny,staging"
-
-
-def padded(values, ch):
-    """`values` ([..., rows, cols]) stored row-major ('N') or column-major
-    ('T') with the leading dimension rounded up to 8 elements (16 bytes or
-    more); the padding is NaN, so a read past the extent poisons the result."""
-    t = values if ch == "N" else values.transpose(-1, -2)
-    inner = t.shape[-1]
-    store = torch.full(t.shape[:-1] + (-(-inner // 8) * 8,), float("nan"), dtype=t.dtype, device=t.device)
-    store[..., :inner] = t
-    view = store[..., :inner]
-    return view if ch == "N" else view.transpose(-1, -2)
-
-
-def operands(M, N, K, dtype, layout, gen, batch=None, ints=False):
-    lead = () if batch is None else (batch,)
-    if ints:  # exact in every dtype and in fp32 sums: any misplaced element shows
-        a = torch.randint(-2, 3, lead + (M, K), generator=gen, device="cuda").to(dtype)
-        b = torch.randint(-2, 3, lead + (K, N), generator=gen, device="cuda").to(dtype)
-    else:
-        a = rand(lead + (M, K), dtype, "cuda", gen)
-        b = rand(lead + (K, N), dtype, "cuda", gen)
-    return padded(a, layout[0]), padded(b, layout[1])
 
 
 def name(a, b):
