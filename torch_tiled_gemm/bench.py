@@ -523,6 +523,19 @@ def figure(cases, title, worst=3):
     return fig
 
 
+def try_plot(plot_fn, cases, path, *args):
+    """plot_fn(cases, path, *args), saying on stderr why there is no plot
+    (no matplotlib, or a failure: the numbers are written already and are
+    not lost to it); whether the file exists afterwards."""
+    try:
+        plot_fn(cases, path, *args)
+    except ImportError:
+        print("matplotlib not installed: no plot", file=sys.stderr)
+    except Exception as e:
+        print(f"plot failed ({type(e).__name__}: {e}): no plot", file=sys.stderr)
+    return os.path.exists(path)
+
+
 def plot(cases, path, title):
     fig = figure(cases, title)
     import matplotlib.pyplot as plt
@@ -624,14 +637,8 @@ def main(argv=None):
     md = write()
     written = [base + ".json", base + ".md"]
     geo = math.exp(statistics.mean(math.log(c["ratio"]) for c in results))
-    try:
-        plot(results, base + ".png", f"{info['gpu']}  torch {info['torch']}  {info['commit']}  "
-             f"{info['date']}  geometric-mean ratio {geo:.3f}")
-    except ImportError:
-        print("matplotlib not installed: no plot", file=sys.stderr)
-    except Exception as e:  # the numbers are written; a plotting failure does not lose them
-        print(f"plot failed ({type(e).__name__}: {e}): no plot", file=sys.stderr)
-    if os.path.exists(base + ".png"):
+    if try_plot(plot, results, base + ".png", f"{info['gpu']}  torch {info['torch']}  {info['commit']}  "
+                f"{info['date']}  geometric-mean ratio {geo:.3f}"):
         written.append(base + ".png")
     print(md)
     print(f"geometric-mean ratio over {len(results)} cases: {geo:.3f}")

@@ -43,7 +43,7 @@ import time
 import torch
 
 from . import bench
-from .corpus import HELDOUT_MODELS, LAYOUTS, MODELS, PARTS, SETS, corpus, gemm_id
+from .corpus import HELDOUT_MODELS, MODELS, PARTS, SETS, corpus, gemm_id
 
 # Relative error bounds against float64 (||out - ref|| / ||ref||), for K up
 # to TOL_K; past it the bound grows as sqrt(K / TOL_K): a dot product's
@@ -591,16 +591,9 @@ def run(args, device, out):
     bar.close()
     write()
     written = [base + ".json", base + ".md"]
-    if cases:
-        try:
-            plot(cases, base + ".png", f"{info['gpu']}  torch {info['torch']}  {info['commit']}  {info['date']}  "
-                 f"{mode}, {args.rounds} rounds", mode, only)
-        except ImportError:
-            print("matplotlib not installed: no plot", file=sys.stderr)
-        except Exception as e:  # the numbers are written; a plotting failure does not lose them
-            print(f"plot failed ({type(e).__name__}: {e}): no plot", file=sys.stderr)
-        if os.path.exists(base + ".png"):
-            written.append(base + ".png")
+    if cases and bench.try_plot(plot, cases, base + ".png", f"{info['gpu']}  torch {info['torch']}  {info['commit']}  "
+                                f"{info['date']}  {mode}, {args.rounds} rounds", mode, only):
+        written.append(base + ".png")
     if stopped:
         print(stopped, file=sys.stderr)
     for d, s in info["summary"].items():
