@@ -55,14 +55,14 @@ def want_cuda():
 
 
 cpu_sources = rel(glob.glob(os.path.join(ROOT, "csrc", "*.cpp")) + glob.glob(os.path.join(ROOT, "csrc", "cpu", "*.cpp")))
-cxx_flags = ["-O3", "-fopenmp-simd"]  # the C++ standard is torch's choice
+# PyTorch's stable ABI, targeting torch 2.10: the binary uses only the
+# C shims and header-only types of that version, so it loads into every torch
+# from 2.10 on, whichever torch's headers built it (csrc/torch_stable.h).
+TORCH_TARGET = "-DTORCH_TARGET_VERSION=0x020a000000000000"
+# Hidden visibility: the stable headers' types are hidden, and nothing but
+# PyInit__C needs exporting.
+cxx_flags = ["-O3", "-fopenmp-simd", "-fvisibility=hidden", TORCH_TARGET]  # C++ standard: torch's
 link_flags = []
-# at::parallel_for (the CPU kernel's threads) is inline code that only runs in
-# parallel where the including file is compiled with OpenMP, as torch itself is
-# on Linux; libgomp is then the one torch has already loaded.
-if sys.platform.startswith("linux"):
-    cxx_flags.append("-fopenmp")
-    link_flags.append("-fopenmp")
 
 # Torch-free CUDA sources compiled with `-Xptxas -O1` into objects of their
 # own (BuildExt below), because ptxas's -O3 schedule reorders their unrolled
@@ -99,7 +99,7 @@ if want_cuda():
         + glob.glob(os.path.join(ROOT, "csrc", "cuda", "**", "*.cpp"), recursive=True)
     )
     cuda_sources = [s for s in cuda_sources if s not in PTXAS_O1_SOURCES]
-    nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]
+    nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo", TORCH_TARGET]
     if "9.0a" in arch_list:
         nvcc_flags.append("-DTILED_WITH_SM90A")
     nvcc_flags += arch_macros(cpp_extension._get_cuda_arch_flags())
@@ -160,7 +160,9 @@ setup(
     package_data={"torch_tiled_gemm": ["tables/*.tsv"]},
     ext_modules=[ext],
     cmdclass={"build_ext": BuildExt},
-    options={"bdist_wheel": {"py_limited_api": "cp39"}},
-    python_requires=">=3.9",
-    install_requires=["torch>=2.6"],
+    # Python's limited API (abi3; torch defines Py_LIMITED_API for 3.10): one
+    # binary for every Python from 3.10 on.
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
+    python_requires=">=3.10",
+    install_requires=["torch>=2.10"],
 )

@@ -46,6 +46,13 @@ def build_host_driver(tmp_path_factory, name, sources):
     return exe
 
 
+def pytest_report_header(config):
+    import torch_tiled_gemm
+
+    return (f"torch {torch.__version__} (CUDA {torch.version.cuda}); "
+            f"extension {torch_tiled_gemm._C.__file__}")
+
+
 def pytest_configure(config):
     # Strict fp32 on the GPU unless a test opts in to TF32 explicitly.
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -1,12 +1,19 @@
-"""Loads the compiled operators and registers their fake (meta) kernels.
+"""Loads the compiled operators and registers what PyTorch's stable ABI
+leaves to Python: autograd, autocast and the fake (meta) kernels.
 
-The schemas, the autograd formula and the autocast rule live in C++
-(csrc/ops.cpp); this module only adds what torch.compile needs to trace the
-op without running it: output shape and dtype, with the same argument checks.
+The schemas and the CPU / CUDA kernels live in C++ (csrc/ops.cpp,
+csrc/cuda/gemm_cuda.cpp), built on the stable ABI so one binary serves every
+torch from 2.10 on.  Here:
+
+- autograd: the backward of every op is the same ops on transposed views
+  (no copies), recorded through the dispatcher, so double backward works;
+- autocast: like aten::mm, the ops run in the autocast dtype;
+- fake kernels: output shape and dtype with the same argument checks, for
+  torch.compile to trace the ops without running them.
 """
 import torch
 
-from . import _C  # noqa: F401  (runs TORCH_LIBRARY registrations)
+from . import _C  # noqa: F401  (runs the STABLE_TORCH_LIBRARY registrations)
 
 _DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
@@ -168,18 +175,21 @@ def _check_bias(bias, n, like, op):
     )
 
 
-@torch.library.register_fake("tiled::linear_act")
-def _linear_act_fake(x, weight, bias=None, act="none", residual=None):
+def _check_linear_act(x, weight, bias, act, residual):
     op = "tiled.linear_act"
     shape = _linear_shape(x, weight, op)
     _check_bias(bias, weight.shape[0], x, op)
     _check_act(act, op)
     _check_like_out(residual, shape, "residual", x, op)
-    return x.new_empty(shape)
+    return shape
 
 
-@torch.library.register_fake("tiled::gated_linear")
-def _gated_linear_fake(x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
+@torch.library.register_fake("tiled::linear_act")
+def _linear_act_fake(x, weight, bias=None, act="none", residual=None):
+    return x.new_empty(_check_linear_act(x, weight, bias, act, residual))
+
+
+def _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up):
     op = "tiled.gated_linear"
     shape = _linear_shape(x, w_gate, op)
     _linear_shape(x, w_up, op)
@@ -191,4 +201,274 @@ def _gated_linear_fake(x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
     _check_bias(b_gate, w_gate.shape[0], x, op)
     _check_bias(b_up, w_up.shape[0], x, op)
     _check_act(act, op)
-    return x.new_empty(shape)
+    return shape
+
+
+@torch.library.register_fake("tiled::gated_linear")
+def _gated_linear_fake(x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
+    return x.new_empty(_check_gated_linear(x, w_gate, w_up, act, b_gate, b_up))
+
+
+# ---------------------------------------------------------------------------
+# Autograd.  Each op's Autograd kernel is a plain function: when no input
+# needs a gradient (inference, frozen weights, no_grad) it goes straight to
+# the backend kernel; otherwise through an autograd.Function whose backward
+# calls the ops again (through the dispatcher, so a double backward records
+# them too).  Hand-written rather than torch.library.register_autograd: the
+# no-gradient path is a few microseconds shorter per call.
+
+_LIB = torch.library.Library("tiled", "FRAGMENT")
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_grad_enabled = torch.is_grad_enabled
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+
+_gemm = torch.ops.tiled.gemm.default
+_linear = torch.ops.tiled.linear.default
+_gemm_epilogue = torch.ops.tiled.gemm_epilogue.default
+_linear_act = torch.ops.tiled.linear_act.default
+_gated_linear = torch.ops.tiled.gated_linear.default
+
+
+def _needs_grad(*ts):
+    if not _grad_enabled():
+        return False
+    for t in ts:
+        if t is not None and t.requires_grad:
+            return True
+    return False
+
+
+def _as_matrix(t):
+    """[..., n] -> [rows, n], the leading dims' product spelled out (reshape(-1, n)
+    cannot infer the -1 of a tensor with no elements)."""
+    rows = 1
+    for s in t.shape[:-1]:
+        rows = rows * s
+    return t.reshape(rows, t.shape[-1])
+
+
+def _opt_matrix(t):
+    return None if t is None else _as_matrix(t)
+
+
+def _reduce_to(g, dim):
+    """Sums a batched gradient down to the (broadcast) 2-D operand's shape."""
+    return g.sum(0) if dim == 2 and g.dim() == 3 else g
+
+
+def _activation(z, act):
+    if act == "relu":
+        return torch.relu(z)
+    if act == "gelu_erf":
+        return torch.nn.functional.gelu(z)
+    if act == "gelu_tanh":
+        return torch.nn.functional.gelu(z, approximate="tanh")
+    if act == "silu":
+        return torch.nn.functional.silu(z)
+    return z
+
+
+def _activation_backward(g, z, act):
+    """d act(z) / dz * g, with torch's own backward ops (differentiable)."""
+    aten = torch.ops.aten
+    if act == "relu":
+        return aten.threshold_backward(g, z, 0)
+    if act == "gelu_erf":
+        return aten.gelu_backward(g, z)
+    if act == "gelu_tanh":
+        return aten.gelu_backward(g, z, approximate="tanh")
+    if act == "silu":
+        return aten.silu_backward(g, z)
+    return g
+
+
+class _GemmFn(torch.autograd.Function):
+    # grad_a = grad @ b^T, grad_b = a^T @ grad, grad_bias = sum(grad).
+    @staticmethod
+    def forward(ctx, keyset, a, b, bias):
+        ctx.save_for_backward(a, b)
+        ctx.has_bias = bias is not None
+        with _below_autograd():
+            return _gemm.redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad_b = grad_bias = None
+        if ctx.needs_input_grad[1]:  # [.., M, N] x [.., N, K]
+            grad_a = _reduce_to(torch.ops.tiled.gemm(grad, b.transpose(-1, -2)), a.dim())
+        if ctx.needs_input_grad[2]:
+            if b.dim() == 2 and a.dim() == 3 and grad.dim() == 3:
+                # Shared weight: one GEMM over all batches, [K, B*M] x [B*M, N].
+                grad_b = torch.ops.tiled.gemm(_as_matrix(a).t(), _as_matrix(grad))
+            else:
+                grad_b = _reduce_to(torch.ops.tiled.gemm(a.transpose(-1, -2), grad), b.dim())
+        if ctx.has_bias and ctx.needs_input_grad[3]:
+            grad_bias = grad.sum((0, 1)) if grad.dim() == 3 else grad.sum(0)
+        return None, grad_a, grad_b, grad_bias
+
+
+def _gemm_autograd(keyset, a, b, bias=None):
+    if _needs_grad(a, b, bias):
+        return _GemmFn.apply(keyset, a, b, bias)
+    with _below_autograd():
+        return _gemm.redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+
+
+class _LinearFn(torch.autograd.Function):
+    # Its own node so the weight gradient comes out in the weight's own
+    # layout: grad_weight = grad^T @ x is a row-major [out, in] GEMM on
+    # transposed views.
+    @staticmethod
+    def forward(ctx, keyset, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        with _below_autograd():
+            return _linear.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad_x = grad_w = grad_b = None
+        g = _as_matrix(grad)  # [tokens, out]
+        if ctx.needs_input_grad[1]:
+            grad_x = torch.ops.tiled.gemm(g, weight).reshape(x.shape)
+        if ctx.needs_input_grad[2]:
+            grad_w = torch.ops.tiled.gemm(g.t(), _as_matrix(x))  # [out, in]
+        if ctx.has_bias and ctx.needs_input_grad[3]:
+            grad_b = g.sum(0)
+        return None, grad_x, grad_w, grad_b
+
+
+def _linear_autograd(keyset, x, weight, bias=None):
+    if _needs_grad(x, weight, bias):
+        return _LinearFn.apply(keyset, x, weight, bias)
+    with _below_autograd():
+        return _linear.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
+
+
+class _LinearActFn(torch.autograd.Function):
+    # The backward keeps the pre-activation z = x W^T + b that the forward's
+    # epilogue stored beside the output (one tensor of the output's size,
+    # what torch's own Linear + activation saves too) instead of recomputing
+    # it with a second GEMM.
+    @staticmethod
+    def forward(ctx, x, weight, bias, act, residual):
+        need_pre = act != "none"
+        with _below_autograd():
+            out, pre = _gemm_epilogue(_as_matrix(x), weight.t(), bias, act, None, _opt_matrix(residual), need_pre)
+        ctx.save_for_backward(x, weight, pre if need_pre else None)
+        ctx.has_bias = bias is not None
+        ctx.has_residual = residual is not None
+        ctx.act = act
+        return out.reshape(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, pre = ctx.saved_tensors
+        grad_x = grad_w = grad_b = grad_r = None
+        if ctx.has_residual and ctx.needs_input_grad[4]:
+            grad_r = grad
+        g = _as_matrix(grad)
+        dz = g if pre is None else _activation_backward(g, pre, ctx.act)
+        if ctx.needs_input_grad[0]:
+            grad_x = torch.ops.tiled.gemm(dz, weight).reshape(x.shape)
+        if ctx.needs_input_grad[1]:
+            grad_w = torch.ops.tiled.gemm(dz.t(), _as_matrix(x))
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = dz.sum(0)
+        return grad_x, grad_w, grad_b, None, grad_r
+
+
+def _linear_act_autograd(keyset, x, weight, bias=None, act="none", residual=None):
+    if _needs_grad(x, weight, bias, residual):
+        _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
+        return _LinearActFn.apply(x, weight, bias, act, residual)
+    with _below_autograd():
+        return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
+
+
+class _GatedLinearFn(torch.autograd.Function):
+    # Saves the gate's pre-activation and `up` (two [tokens, hidden] tensors;
+    # torch's unfused chain saves three: gate, act(gate), up); act(gate) is
+    # recomputed elementwise in the backward.
+    @staticmethod
+    def forward(ctx, x, w_gate, w_up, act, b_gate, b_up):
+        x2 = _as_matrix(x)
+        with _below_autograd():
+            h, zg = _gemm_epilogue(x2, w_gate.t(), b_gate, act, None, None, True)
+            out, up = _gemm_epilogue(x2, w_up.t(), b_up, "none", h, None, True)
+        ctx.save_for_backward(x, w_gate, w_up, zg, up)
+        ctx.has_b_gate = b_gate is not None
+        ctx.has_b_up = b_up is not None
+        ctx.act = act
+        return out.reshape(*x.shape[:-1], w_gate.shape[0])
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w_gate, w_up, zg, up = ctx.saved_tensors
+        act = ctx.act
+        grad_x = grad_wg = grad_wu = grad_bg = grad_bu = None
+        g = _as_matrix(grad)  # [tokens, hidden]
+        h = _activation(zg, act)
+        d_up = g * h
+        d_gate = _activation_backward(g * up, zg, act)
+        x2 = _as_matrix(x)
+        if ctx.needs_input_grad[0]:
+            # dx = d_gate W_gate + d_up W_up: the second GEMM adds the first's
+            # result in its epilogue (residual).
+            part = torch.ops.tiled.gemm(d_gate, w_gate)
+            grad_x = torch.ops.tiled.gemm_epilogue(d_up, w_up, None, "none", None, part, False)[0].reshape(x.shape)
+        if ctx.needs_input_grad[1]:
+            grad_wg = torch.ops.tiled.gemm(d_gate.t(), x2)
+        if ctx.needs_input_grad[2]:
+            grad_wu = torch.ops.tiled.gemm(d_up.t(), x2)
+        if ctx.has_b_gate and ctx.needs_input_grad[4]:
+            grad_bg = d_gate.sum(0)
+        if ctx.has_b_up and ctx.needs_input_grad[5]:
+            grad_bu = d_up.sum(0)
+        return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
+
+
+def _gated_linear_autograd(keyset, x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
+    if _needs_grad(x, w_gate, w_up, b_gate, b_up):
+        _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+        return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
+    with _below_autograd():
+        return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
+
+
+for _name, _kernel in (
+    ("gemm", _gemm_autograd),
+    ("linear", _linear_autograd),
+    ("linear_act", _linear_act_autograd),
+    ("gated_linear", _gated_linear_autograd),
+):
+    _LIB.impl(_name, _kernel, "Autograd", with_keyset=True)
+
+
+# ---------------------------------------------------------------------------
+# Autocast: like aten::mm, a "lower precision fp" op: its floating-point
+# tensors (float64 aside) run in the autocast dtype of their device.
+
+
+def _autocast_kernel(op, device_type, key):
+    exclude = torch._C.DispatchKeySet(key)
+
+    def cast(t):
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64 \
+                and t.device.type == device_type:
+            return t.to(torch.get_autocast_dtype(device_type))
+        return t
+
+    def kernel(_keyset, *args):
+        with torch._C._ExcludeDispatchKeyGuard(exclude):
+            return op(*(cast(a) for a in args))
+
+    return kernel
+
+
+for _name in ("gemm", "linear"):
+    for _device, _key in (("cuda", torch._C.DispatchKey.AutocastCUDA), ("cpu", torch._C.DispatchKey.AutocastCPU)):
+        _LIB.impl(_name, _autocast_kernel(getattr(torch.ops.tiled, _name).default, _device, _key), _key.name,
+                  with_keyset=True)

@@ -9,10 +9,10 @@
 #include "gemm_cpu.h"
 #include "gemm_cpu_blocks.h"  // before any target pragma: its inline code is generic
 
-#include <ATen/Parallel.h>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Exception.h>
-#include <c10/util/Half.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Exception.h>
+#include <torch/headeronly/util/Half.h>
 
 #include <algorithm>
 #include <cstring>
@@ -52,7 +52,7 @@ Isa isa_for_call(DType dtype) {
   if (name != nullptr && *name != '\0') {
     int i = 0;
     while (i < 4 && std::strcmp(name, kIsaNames[i]) != 0) ++i;
-    TORCH_CHECK(i < 4, "TILED_CPU_ISA must be baseline, avx2, avx512 or amx, got '", name, "'");
+    STD_TORCH_CHECK(i < 4, "TILED_CPU_ISA must be baseline, avx2, avx512 or amx, got '", name, "'");
     cap = static_cast<Isa>(i);
   }
   // AMX is asked of the OS (amx::available) only when it may be used.

@@ -19,8 +19,8 @@
 #include "gemm_cpu.h"
 #include "gemm_cpu_blocks.h"  // before the target pragma: its inline code is generic
 
-#include <ATen/Parallel.h>
-#include <c10/util/BFloat16.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/headeronly/util/BFloat16.h>
 
 #include <algorithm>
 #include <cstdint>

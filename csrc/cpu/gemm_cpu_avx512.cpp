@@ -4,9 +4,9 @@
 #include "gemm_cpu.h"
 #include "gemm_cpu_blocks.h"  // before any target pragma: its inline code is generic
 
-#include <ATen/Parallel.h>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
 
 #include <algorithm>
 #include <type_traits>

@@ -1,7 +1,7 @@
 // How the host GEMM cuts C into parallel tasks; shared by every build of the
 // blocked kernel (gemm_cpu_kernel.h) and by the AMX kernel.
 #pragma once
-#include <ATen/Parallel.h>
+#include <torch/csrc/stable/ops.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -95,7 +95,7 @@ struct TaskGrid {
 inline TaskGrid task_grid(const GemmProblem& p, int64_t max_rows, int64_t min_rows, int64_t max_cols,
                           int64_t col_unit, int64_t wide_cols = 0) {
   TaskGrid g{max_rows, max_cols, 0, 0, 0, 1};
-  const int64_t want = 2 * at::get_num_threads();
+  const int64_t want = 2 * static_cast<int64_t>(torch::stable::get_num_threads());
   auto count = [&] { return p.batch * ((p.M + g.rows - 1) / g.rows) * ((p.N + g.cols - 1) / g.cols); };
   while (g.cols / 2 >= wide_cols && wide_cols > 0 && count() < want) g.cols /= 2;
   while (g.rows > min_rows && count() < want) g.rows /= 2;
@@ -109,12 +109,12 @@ inline TaskGrid task_grid(const GemmProblem& p, int64_t max_rows, int64_t min_ro
   return g;
 }
 
-// Runs every task of the grid over at::parallel_for's threads: each
+// Runs every task of the grid over torch's intra-op threads (torch::stable::parallel_for): each
 // thread's chunk builds one TaskT(p, rows, cols) (its buffers; for AMX, its
 // tile configuration) and calls run_block(batch, m0, n0) for each task.
 template <class TaskT>
 void run_tasks(const GemmProblem& p, const TaskGrid& g) {
-  at::parallel_for(0, g.tasks, g.grain, [&](int64_t begin, int64_t end) {
+  torch::stable::parallel_for(0, g.tasks, g.grain, [&](int64_t begin, int64_t end) {
     TaskT task(p, g.rows, g.cols);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t batch = t / (g.mblocks * g.nblocks);

@@ -5,7 +5,7 @@
 //
 // The classic three-level blocking.
 //   * the output is cut into blocks of up to MT x NC (smaller when that
-//     would leave threads idle), one parallel task each (at::parallel_for),
+//     would leave threads idle), one parallel task each (torch::stable::parallel_for),
 //     so no two threads write the same element and, as each element is
 //     summed over K in one order whatever block holds it, the result does
 //     not depend on the number of threads;

@@ -1,19 +1,23 @@
-// CUDA implementation of the tiled ops: checks, device guard, current
-// stream, then the torch-free dispatch layer.
-// Only c10/cuda headers: ATen/cuda/CUDAContext.h would pull in the cuBLAS and
-// cuSPARSE headers, which a bare CUDA toolkit need not have.
-#include <ATen/Context.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
+// CUDA implementation of the tiled ops on the stable ABI: checks, device
+// guard, current stream, then the torch-free dispatch layer.
+#define USE_CUDA  // the CUDA part of the C shims (current stream)
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030A0000
+#endif
+#include <Python.h>
+#include <cuda_runtime.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/accelerator.h>
+#include <torch/csrc/stable/macros.h>
 
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "../error_message.h"
+#include "../linear_ops.h"
 #include "../problem_builder.h"
 #include "autotune.h"
 #include "dispatch.h"
@@ -29,7 +33,7 @@ const cuda::DeviceInfo& device_info(int device) {
   if (static_cast<int>(cache.size()) <= device) cache.resize(device + 1);
   if (!cache[device]) {
     cudaDeviceProp prop_storage;
-    C10_CUDA_CHECK(cudaGetDeviceProperties(&prop_storage, device));
+    STD_CUDA_CHECK(cudaGetDeviceProperties(&prop_storage, device));
     const cudaDeviceProp* prop = &prop_storage;
     auto info = std::make_unique<cuda::DeviceInfo>();
     info->sm_major = prop->major;
@@ -55,98 +59,112 @@ const cuda::DeviceInfo& device_info(int device) {
 }
 
 
-bool allow_tf32() { return at::globalContext().allowTF32CuBLAS(); }
+// The current stream of `device` (the stable shim's; torch's own stream,
+// with CUDA graphs and user streams).
+cudaStream_t current_stream(int device) {
+  void* stream = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
+  return static_cast<cudaStream_t>(stream);
+}
 
-// The operand `o` of `storage` as a [batch, rows, cols] view (batch 1 when
-// it is broadcast).
-at::Tensor operand_view(const at::Tensor& storage, const Operand& o, int64_t batch, int64_t rows,
-                        int64_t cols) {
-  const int64_t nb = o.batch_stride != 0 ? batch : 1;
-  return storage.as_strided({nb, rows, cols}, {o.batch_stride, o.row_stride, o.col_stride}, storage.storage_offset());
+// Whether torch allows TF32 for float32 matmuls now (allow_tf32, or
+// float32_matmul_precision "high" / "medium").  The stable ABI has no call
+// for it, so it is asked of torch's Python API, as a user would: one
+// attribute read per float32 call.  Without a Python interpreter (a C++-only
+// program) the answer is no: strict float32, torch's default.
+bool allow_tf32() {
+  if (!Py_IsInitialized()) return false;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  static PyObject* matmul = [] {
+    PyObject* m = PyImport_ImportModule("torch.backends.cuda");
+    PyObject* obj = m ? PyObject_GetAttrString(m, "matmul") : nullptr;
+    Py_XDECREF(m);
+    return obj;  // kept for the life of the process
+  }();
+  bool allowed = false;
+  if (matmul != nullptr) {
+    PyObject* v = PyObject_GetAttrString(matmul, "allow_tf32");
+    allowed = v != nullptr && PyObject_IsTrue(v) == 1;
+    Py_XDECREF(v);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(gil);
+  return allowed;
 }
 
 // Copies with aligned leading dimensions, as dispatch's staging plan asks
-// (see StagingPlan in dispatch.h).  The copies only have to live until the
+// (see StagingPlan in dispatch.h), of the operand `o` ([batch, rows, cols],
+// batch 1 when it is broadcast).  The copies only have to live until the
 // kernel is enqueued: the caching allocator keeps them valid for the stream.
-at::Tensor stage_one(const at::Tensor& src, const cuda::StagedOperand& s, const cuda::DeviceInfo& dev) {
-  const int64_t nb = src.size(0), rows = src.size(1), cols = src.size(2);
-  at::Tensor dst = at::empty({nb, s.row_major ? rows : cols, s.ld}, src.options());
-  at::Tensor view = s.row_major ? dst.narrow(2, 0, cols) : dst.narrow(2, 0, rows).transpose(1, 2);
+Tensor stage_one(const Tensor& like, const Operand& o, int64_t batch, int64_t rows, int64_t cols,
+                 const cuda::StagedOperand& s, const cuda::DeviceInfo& dev, cudaStream_t stream) {
+  const int64_t nb = o.batch_stride != 0 ? batch : 1;
+  Tensor dst = empty_like_dev({nb, s.row_major ? rows : cols, s.ld}, like);
   cuda::StageCopy c;
-  c.src = src.data_ptr();
-  c.src_batch_stride = src.stride(0), c.src_row_stride = src.stride(1), c.src_col_stride = src.stride(2);
+  c.src = o.ptr;
+  c.src_batch_stride = o.batch_stride, c.src_row_stride = o.row_stride, c.src_col_stride = o.col_stride;
   c.dst = dst.data_ptr();
-  c.dst_batch_stride = view.stride(0), c.dst_row_stride = view.stride(1), c.dst_col_stride = view.stride(2);
+  // The copy's [nb, rows, cols] view of dst: row-major rows of length ld, or
+  // their transpose.
+  const int64_t plane = (s.row_major ? rows : cols) * s.ld;
+  c.dst_batch_stride = plane;
+  c.dst_row_stride = s.row_major ? s.ld : 1;
+  c.dst_col_stride = s.row_major ? 1 : s.ld;
   c.batch = nb, c.rows = rows, c.cols = cols;
-  c.elem_bytes = static_cast<int>(src.element_size());
-  const char* err = cuda::stage_copy(c, dev.num_sms, c10::cuda::getCurrentCUDAStream());
+  c.elem_bytes = static_cast<int>(like.element_size());
+  const char* err = cuda::stage_copy(c, dev.num_sms, stream);
   TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
   return dst;
 }
 
-void stage_operands(PreparedGemm& g, const cuda::DeviceInfo& dev) {
+void stage_operands(PreparedGemm& g, const Tensor& like, const cuda::DeviceInfo& dev, cudaStream_t stream) {
   GemmProblem& p = g.problem;
   const cuda::StagingPlan plan = cuda::staging_plan(p, dev);
   if (plan.a.on) {
-    g.a_storage = stage_one(operand_view(g.a_storage, p.a, p.batch, p.M, p.K), plan.a, dev);
+    g.a_storage = stage_one(like, p.a, p.batch, p.M, p.K, plan.a, dev, stream);
     p.a = cuda::staged_operand(plan.a, p.M, p.K, p.a.batch_stride != 0, g.a_storage.data_ptr());
   }
   if (plan.b.on) {
-    g.b_storage = stage_one(operand_view(g.b_storage, p.b, p.batch, p.K, p.N), plan.b, dev);
+    g.b_storage = stage_one(like, p.b, p.batch, p.K, p.N, plan.b, dev, stream);
     p.b = cuda::staged_operand(plan.b, p.K, p.N, p.b.batch_stride != 0, g.b_storage.data_ptr());
   }
 }
 
-PreparedGemm run_gemm(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
-                      const char* op_name, const EpilogueArgs* epi) {
+PreparedGemm run_gemm(const Tensor& a, const Tensor& b, const std::optional<Tensor>& bias, const char* op_name,
+                      const EpilogueArgs* epi) {
   const cuda::EnvSnapshot env;  // the TILED_* switches, read once for this call
-  c10::cuda::CUDAGuard guard(a.device());
+  const int device = a.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(device);
   PreparedGemm g = prepare_gemm(a, b, bias, op_name, epi);
   if (g.done) return g;
   g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
-  const cuda::DeviceInfo& dev = device_info(a.get_device());
-  stage_operands(g, dev);
+  const cuda::DeviceInfo& dev = device_info(device);
+  const cudaStream_t stream = current_stream(device);
+  stage_operands(g, a, dev, stream);
   // Scratch a kernel may need (split-K partials), from the caching
   // allocator: stream-ordered, and captured into graphs like any tensor.
   const size_t ws_bytes = cuda::gemm_workspace_bytes(g.problem, dev);
-  at::Tensor ws;
-  if (ws_bytes > 0) ws = at::empty({static_cast<int64_t>(ws_bytes)}, a.options().dtype(at::kByte));
-  const char* err =
-      cuda::gemm(g.problem, dev, c10::cuda::getCurrentCUDAStream(), ws_bytes > 0 ? ws.data_ptr() : nullptr);
+  Tensor ws;
+  if (ws_bytes > 0) ws = empty_like_dev({static_cast<int64_t>(ws_bytes)}, a, ScalarType::Byte);
+  const char* err = cuda::gemm(g.problem, dev, stream, ws_bytes > 0 ? ws.data_ptr() : nullptr);
   TILED_CHECK(err == nullptr, op_name, ": ", err);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
   return g;
 }
 
-at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias) {
-  return run_gemm(a, b, bias, "tiled.gemm", nullptr).out;
-}
-
-std::tuple<at::Tensor, at::Tensor> gemm_epilogue_cuda(const at::Tensor& a, const at::Tensor& b,
-                                                      const std::optional<at::Tensor>& bias, c10::string_view act,
-                                                      const std::optional<at::Tensor>& mul,
-                                                      const std::optional<at::Tensor>& residual, bool save_pre) {
-  EpilogueArgs e;
-  e.act = parse_activation(act, "tiled.gemm_epilogue");
-  e.mul = mul;
-  e.residual = residual;
-  e.save_pre = save_pre;
-  PreparedGemm g = run_gemm(a, b, bias, "tiled.gemm_epilogue", &e);
-  return {g.out, save_pre ? g.pre : at::empty({0}, a.options())};
-}
-
-at::Tensor gemm_ladder_cuda(const at::Tensor& a, const at::Tensor& b, int64_t step) {
+Tensor gemm_ladder_cuda(Tensor a, Tensor b, int64_t step) {
   const cuda::EnvSnapshot env;
-  c10::cuda::CUDAGuard guard(a.device());
+  const int device = a.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(device);
   PreparedGemm g = prepare_gemm(a, b, std::nullopt, "tiled.gemm_ladder");
   TILED_CHECK(cuda::ladder_step_name(static_cast<int>(step)) != nullptr, "tiled.gemm_ladder: no ladder step ",
               step);
   if (g.done) return g.out;
-  const char* err = cuda::ladder_gemm(g.problem, static_cast<int>(step), device_info(a.get_device()),
-                                      c10::cuda::getCurrentCUDAStream());
+  const char* err =
+      cuda::ladder_gemm(g.problem, static_cast<int>(step), device_info(device), current_stream(device));
   TILED_CHECK(err == nullptr, "tiled.gemm_ladder(step=", step, "): ", err);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
   return g.out;
 }
 
@@ -158,13 +176,13 @@ struct NamedProblem {
   GemmProblem p;
   cuda::StagingPlan plan;
 };
-NamedProblem named_problem(const at::Tensor& a, const at::Tensor& b, const char* op) {
+NamedProblem named_problem(const Tensor& a, const Tensor& b, const char* op) {
   PreparedGemm g = prepare_gemm(a, b, std::nullopt, op);
   NamedProblem n;
   n.done = g.done;
   if (g.done) return n;
   g.problem.allow_tf32 = g.problem.dtype == DType::f32 && allow_tf32();
-  const cuda::DeviceInfo& dev = device_info(a.get_device());
+  const cuda::DeviceInfo& dev = device_info(a.get_device_index());
   n.plan = cuda::staging_plan(g.problem, dev);
   const void* aligned = reinterpret_cast<const void*>(uintptr_t{256});
   n.p = g.problem;
@@ -174,12 +192,12 @@ NamedProblem named_problem(const at::Tensor& a, const at::Tensor& b, const char*
   return n;
 }
 
-std::string gemm_kernel_name_cuda(const at::Tensor& a, const at::Tensor& b) {
+std::string gemm_kernel_name_cuda(Tensor a, Tensor b) {
   const cuda::EnvSnapshot env;
-  c10::cuda::CUDAGuard guard(a.device());
+  torch::stable::accelerator::DeviceGuard guard(a.get_device_index());
   const NamedProblem n = named_problem(a, b, "tiled.gemm_kernel_name");
   if (n.done) return "none";
-  std::string name = cuda::gemm_kernel_name(n.p, device_info(a.get_device()));
+  std::string name = cuda::gemm_kernel_name(n.p, device_info(a.get_device_index()));
   if (n.plan.any())
     name = std::string(n.plan.a.on && n.plan.b.on ? "staged_ab+" : n.plan.a.on ? "staged_a+" : "staged_b+") + name;
   return name;
@@ -188,24 +206,27 @@ std::string gemm_kernel_name_cuda(const at::Tensor& a, const at::Tensor& b) {
 // For the offline tuner (torch_tiled_gemm/tune.py): the problem's class in
 // the autotuning cache and the dispatch table, then the settings worth
 // timing for it ("-": the rules' own choice), as the table's lines spell them.
-std::vector<std::string> gemm_tuning_cuda(const at::Tensor& a, const at::Tensor& b) {
+std::vector<std::string> gemm_tuning_cuda(Tensor a, Tensor b) {
   const cuda::EnvSnapshot env;
-  c10::cuda::CUDAGuard guard(a.device());
+  torch::stable::accelerator::DeviceGuard guard(a.get_device_index());
   const NamedProblem n = named_problem(a, b, "tiled.gemm_tuning");
   if (n.done) return {"none"};
-  std::vector<std::string> out{cuda::autotune::class_key(n.p, device_info(a.get_device()))};
+  std::vector<std::string> out{cuda::autotune::class_key(n.p, device_info(a.get_device_index()))};
   for (const cuda::Settings& s : cuda::autotune::candidates(n.p)) out.push_back(cuda::format_settings(s));
   return out;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
-  m.impl("gemm", &gemm_cuda);
-  m.impl("gemm_epilogue", &gemm_epilogue_cuda);
-  m.impl("gemm_ladder", &gemm_ladder_cuda);
-  m.impl("gemm_kernel_name", &gemm_kernel_name_cuda);
-  m.impl("gemm_tuning", &gemm_tuning_cuda);
+STABLE_TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
+  m.impl("gemm", TORCH_BOX(&gemm_op<run_gemm>));
+  m.impl("gemm_epilogue", TORCH_BOX(&gemm_epilogue_op<run_gemm>));
+  m.impl("linear", TORCH_BOX(&linear_op<run_gemm>));
+  m.impl("linear_act", TORCH_BOX(&linear_act_op<run_gemm>));
+  m.impl("gated_linear", TORCH_BOX(&gated_linear_op<run_gemm>));
+  m.impl("gemm_ladder", TORCH_BOX(&gemm_ladder_cuda));
+  m.impl("gemm_kernel_name", TORCH_BOX(&gemm_kernel_name_cuda));
+  m.impl("gemm_tuning", TORCH_BOX(&gemm_tuning_cuda));
 }
 
 }  // namespace tiled
