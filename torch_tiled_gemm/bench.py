@@ -161,7 +161,9 @@ def env_info(device):
             raise LookupError
         commit = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
                                          stderr=subprocess.DEVNULL, cwd=os.path.dirname(__file__)).strip()
-        dirty = subprocess.call(["git", "diff", "--quiet", "HEAD", "--", "csrc", "torch_tiled_gemm"],
+        # ":/" paths from the top of the checkout (plain ones would be read
+        # inside the package folder, and nothing would ever be dirty)
+        dirty = subprocess.call(["git", "diff", "--quiet", "HEAD", "--", ":/csrc", ":/torch_tiled_gemm"],
                                 cwd=os.path.dirname(__file__), stderr=subprocess.DEVNULL) != 0
         commit += "-dirty" if dirty else ""
     except Exception:
