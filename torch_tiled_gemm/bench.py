@@ -15,11 +15,14 @@ the paired, interleaved protocol (6 rounds; in each, ours and torch once each
 with triton.testing.do_bench(warmup=5, rep=25) medians, L2 flushed,
 alternating who goes first; the ratio is the median of the per-round ratios)
 so clock drift cancels.  Without a GPU it runs a small CPU sweep with the
-same structure: 6 rounds, each side timed per round by
-torch.utils.benchmark.Timer.blocked_autorange (median of blocks over at least
-0.2 s), alternating who goes first.  The per-call rows (tiny eager calls)
-report microseconds per call: wall time over a loop of 2000 calls after 50
-warm-up calls, 3 alternating rounds, medians.
+same structure: 6 rounds, alternating who goes first, each side timed per
+round as the median of single calls (until they add up to 0.2 s, at most
+25), each call after reading a buffer twice the last-level cache, as the
+GPU's L2 is flushed; with one thread (--threads 1) the clock is the calling
+thread's CPU time, which the machine's other processes do not inflate, else
+wall time.  The per-call rows (tiny eager calls) report microseconds per
+call: time over a loop of 2000 calls after 50 warm-up calls (the same
+clock), 3 alternating rounds, medians.
 
 Inputs are random normal, never zeros.  Every output that is timed is
 checked against float64, element by element (torch_tiled_gemm/testing.py's
@@ -35,6 +38,7 @@ package's own checkout).  A run never replaces an earlier run's files.
 """
 import argparse
 import datetime
+import glob
 import json
 import math
 import os
@@ -97,18 +101,60 @@ class Progress:
 
 ROUNDS = 6  # paired rounds per case (GPU and CPU)
 GPU_WARMUP, GPU_REP = 5, 25  # do_bench's warm-up and measuring time, ms
-CPU_MIN_RUN_S = 0.2  # blocked_autorange's minimum measuring time per side and round
+CPU_MIN_RUN_S, CPU_MAX_CALLS = 0.2, 25  # per side and round: timed calls until this much time, or this many
 CALLS, CALL_ROUNDS = 2000, 3  # per-call rows: calls per loop, alternating rounds
 
 
-def _cpu_time_ms(fn, min_run_time=CPU_MIN_RUN_S):
-    """Median per-call time of blocks of calls (torch.utils.benchmark picks
-    the block size so that a block outlasts timer resolution) over at least
-    `min_run_time` seconds."""
-    from torch.utils import benchmark
+def _cpu_clock():
+    """The clock of CPU timings.  With one thread every call runs on the
+    calling thread (torch's, MKL's and ours), so that thread's CPU time is
+    the call's time without the slices the scheduler gives other processes:
+    on a shared 2-core machine those made wall times 1.5-3x longer, by an
+    amount that changed within a run.  With more threads, wall time."""
+    if torch.get_num_threads() == 1:
+        return time.thread_time, "the calling thread's CPU time (time.thread_time; one thread)"
+    return time.perf_counter, "wall time"
 
-    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
-    return timer.blocked_autorange(min_run_time=min_run_time).median * 1e3
+
+def _llc_bytes():
+    """The largest cache of CPU 0 (Linux sysfs), 0 where unknown."""
+    sizes = [0]
+    for f in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            text = open(f).read().strip().upper()
+            sizes.append(int(text.rstrip("KMG")) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1], 1))
+        except (OSError, ValueError, IndexError):
+            pass
+    return max(sizes)
+
+
+_flush_buf = []
+
+
+def _cpu_flush():
+    """Reads a buffer twice the size of the last-level cache (at least
+    64 MB), so that the next call finds its operands in memory, not in a
+    cache that other processes on the machine may or may not have emptied
+    (on the shared 2-core machine, 16 x 2048 x 2048 bf16 took 4.0-4.8 ms
+    with its 8 MB B left in the 16 MB L3 and 7.4-7.5 after a flush, and
+    runs landed on either)."""
+    if not _flush_buf:
+        _flush_buf.append(torch.ones(max(2 * _llc_bytes(), 64 << 20) // 4))
+    _flush_buf[0].sum()
+
+
+def _cpu_time_ms(fn, min_run_time=CPU_MIN_RUN_S, max_calls=CPU_MAX_CALLS):
+    """Median time of single calls, each after _cpu_flush (not timed), on
+    _cpu_clock's clock: calls until they add up to `min_run_time` seconds or
+    `max_calls` were made."""
+    clock = _cpu_clock()[0]
+    times = []
+    while sum(times) < min_run_time and len(times) < max_calls:
+        _cpu_flush()
+        t = clock()
+        fn()
+        times.append(clock() - t)
+    return statistics.median(times) * 1e3
 
 
 def time_ms(fn, device, warmup=GPU_WARMUP, rep=GPU_REP):
@@ -123,8 +169,9 @@ def timing_words(device):
     """How one side is timed in one round, in words."""
     if device == "cuda":
         return f"triton.testing.do_bench(warmup={GPU_WARMUP}, rep={GPU_REP}) median, L2 flushed"
-    return (f"torch.utils.benchmark.Timer.blocked_autorange(min_run_time={CPU_MIN_RUN_S}) median, "
-            f"{torch.get_num_threads()} threads")
+    return (f"median of single calls (until {CPU_MIN_RUN_S} s or {CPU_MAX_CALLS} calls), each after reading a "
+            f"buffer twice the last-level cache (caches flushed), {torch.get_num_threads()} threads, "
+            f"{_cpu_clock()[1]}")
 
 
 def protocol(device):
@@ -132,8 +179,8 @@ def protocol(device):
     each = timing_words(device)
     return (f"GEMM and linear rows: paired interleaved, {ROUNDS} rounds, each side per round {each}, "
             f"alternating who goes first; ratio = median of per-round (torch time / ours), higher = ours faster. "
-            f"Per-call rows: µs per call, wall time over {CALLS} calls after 50 warm-up calls, one sync at "
-            f"the end, {CALL_ROUNDS} alternating rounds, medians.")
+            f"Per-call rows: µs per call, {'wall time' if device == 'cuda' else _cpu_clock()[1]} over {CALLS} "
+            f"calls after 50 warm-up calls, one sync at the end, {CALL_ROUNDS} alternating rounds, medians.")
 
 
 def paired(ours, theirs, device, rounds=ROUNDS):
@@ -161,7 +208,9 @@ def env_info(device):
             raise LookupError
         commit = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
                                          stderr=subprocess.DEVNULL, cwd=os.path.dirname(__file__)).strip()
-        dirty = subprocess.call(["git", "diff", "--quiet", "HEAD", "--", "csrc", "torch_tiled_gemm"],
+        # ":/" paths from the top of the checkout (plain ones would be read
+        # inside the package folder, and nothing would ever be dirty)
+        dirty = subprocess.call(["git", "diff", "--quiet", "HEAD", "--", ":/csrc", ":/torch_tiled_gemm"],
                                 cwd=os.path.dirname(__file__), stderr=subprocess.DEVNULL) != 0
         commit += "-dirty" if dirty else ""
     except Exception:
@@ -317,17 +366,19 @@ def linear_case(tokens, fin, fout, dname, device):
 
 def host_us_per_call(fn, device, calls=CALLS):
     """Wall time per call over a loop of `calls` (after 50 warm-up calls),
-    one sync at the end: the host cost of a call whose GPU work is shorter."""
+    one sync at the end: the host cost of a call whose GPU work is shorter.
+    On the CPU, time on _cpu_clock's clock."""
+    clock = time.perf_counter if device == "cuda" else _cpu_clock()[0]
     for _ in range(50):
         fn()
     if device == "cuda":
         torch.cuda.synchronize()
-    t = time.perf_counter()
+    t = clock()
     for _ in range(calls):
         fn()
     if device == "cuda":
         torch.cuda.synchronize()
-    return (time.perf_counter() - t) / calls * 1e6
+    return (clock() - t) / calls * 1e6
 
 
 def overhead_case(kind, device, n=64, calls=CALLS):

@@ -16,7 +16,8 @@ carries its set, model and part; any other gets "user" for all three.
 Each GEMM is timed with the benchmark's paired, interleaved protocol
 (bench.paired: per round ours and torch.matmul once each, alternating who
 goes first; the ratio is the median of the per-round torch / ours; on a GPU
-do_bench medians with the L2 flushed, on a CPU blocked_autorange medians).
+do_bench medians with the L2 flushed, on a CPU medians of single calls, the
+caches flushed before each).
 Operands are random normal tensors in the GEMM's layout (bench.operands),
 seeded by the GEMM's id.  Both outputs are checked against float64 on evenly
 spread rows, columns and batches (all of them for small GEMMs) with

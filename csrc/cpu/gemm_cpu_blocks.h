@@ -20,11 +20,22 @@ inline int64_t round_up(int64_t v, int64_t m) { return ceil_div(v, m) * m; }
 // call to call and grown when a call needs more, never cleared (every user
 // writes a buffer before reading it).  Fresh buffers each call cost a page
 // fault and a zero fill per 4 KB, for every thread, on every call.
+// Each buffer starts at a fixed place in a 4 KB page: kSlot * 1088 bytes
+// past a page boundary (slots a quarter page and a line apart).  Where
+// malloc put them varied from process to process (glibc takes them from
+// the heap once torch has freed large tensors, at offsets that depend on
+// the process's history), and with it how the slots' addresses alias one
+// another modulo 4 KB and in the L1 sets; now that is the same in every
+// process.
 template <class T, int kSlot>
 T* thread_scratch(int64_t n) {
+  constexpr size_t kPage = 4096, kOffset = kSlot * 1088;
+  static_assert(kOffset % sizeof(T) == 0 && kOffset < kPage, "whole elements into the page");
   thread_local std::vector<T> buf;
-  if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
-  return buf.data();
+  const size_t need = static_cast<size_t>(n) + (kPage + kOffset) / sizeof(T);
+  if (buf.size() < need) buf.resize(need);
+  const uintptr_t at = (reinterpret_cast<uintptr_t>(buf.data()) + kPage - 1) / kPage * kPage + kOffset;
+  return reinterpret_cast<T*>(at);
 }
 
 // Summation over K, the same in every kernel, so that the error against
