@@ -17,7 +17,20 @@ namespace tiled {
 using RunGemm = PreparedGemm (*)(const Tensor&, const Tensor&, const std::optional<Tensor>&, const char*,
                                  const EpilogueArgs*);
 
-inline Tensor transposed(const Tensor& w) { return torch::stable::transpose(w, 0, 1); }
+inline Tensor transposed(const Tensor& w) { return strided_view(w, {w.size(1), w.size(0)}, {w.stride(1), w.stride(0)}); }
+
+// The [rows, out] result as x's shape with the last dim `out` (a fresh
+// contiguous tensor: a view).
+inline Tensor as_linear_out(const Tensor& out, const Tensor& x, int64_t out_features) {
+  const std::vector<int64_t> shape = linear_out_shape(x, out_features);
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= shape[d] > 1 ? shape[d] : 1;
+  }
+  return strided_view(out, shape, strides);
+}
 
 inline std::optional<Tensor> opt_matrix(const std::optional<Tensor>& t) {
   if (!t.has_value()) return std::nullopt;
@@ -47,7 +60,7 @@ Tensor linear_op(Tensor x, Tensor weight, std::optional<Tensor> bias) {
   check_linear_args(x, weight, "tiled.linear");
   check_bias(bias, weight.size(0), x, "tiled.linear");
   const Tensor out = Run(as_matrix(x), transposed(weight), bias, "tiled.linear", nullptr).out;
-  return torch::stable::reshape(out, linear_out_shape(x, weight.size(0)));
+  return as_linear_out(out, x, weight.size(0));
 }
 
 inline void check_residual(const std::optional<Tensor>& residual, const Tensor& x, const Tensor& weight,
@@ -71,7 +84,7 @@ Tensor linear_act_op(Tensor x, Tensor weight, std::optional<Tensor> bias, std::s
   e.act = parse_activation(act, op);
   e.residual = opt_matrix(residual);
   const Tensor out = Run(as_matrix(x), transposed(weight), bias, op, &e).out;
-  return torch::stable::reshape(out, linear_out_shape(x, weight.size(0)));
+  return as_linear_out(out, x, weight.size(0));
 }
 
 inline void check_gated_args(const Tensor& x, const Tensor& w_gate, const Tensor& w_up,
@@ -100,7 +113,7 @@ Tensor gated_linear_op(Tensor x, Tensor w_gate, Tensor w_up, std::string act, st
   EpilogueArgs up;
   up.mul = h;
   const Tensor out = Run(x2, transposed(w_up), b_up, op, &up).out;
-  return torch::stable::reshape(out, linear_out_shape(x, w_gate.size(0)));
+  return as_linear_out(out, x, w_gate.size(0));
 }
 
 }  // namespace tiled

@@ -204,7 +204,7 @@ PreparedGemm prepare_gemm(const Tensor& a_in, const Tensor& b_in, const std::opt
   p.a = fold ? folded_operand(a, r.a_storage) : make_operand(a, r.a_storage);
   p.b = make_operand(b, r.b_storage);
   if (bias.has_value()) {
-    r.bias_storage = torch::stable::contiguous(*bias);
+    r.bias_storage = bias->is_contiguous() ? *bias : torch::stable::contiguous(*bias);
     p.bias = r.bias_storage.data_ptr();
   }
   p.c = r.out.data_ptr();
@@ -225,9 +225,23 @@ PreparedGemm prepare_gemm(const Tensor& a_in, const Tensor& b_in, const std::opt
 }
 
 Tensor as_matrix(const Tensor& t) {
+  const int64_t nd = t.dim();
+  if (nd == 2) return t;
   int64_t rows = 1;
-  for (int64_t d = 0; d + 1 < t.dim(); ++d) rows *= t.size(d);
-  return torch::stable::reshape(t, {rows, t.size(-1)});
+  for (int64_t d = 0; d + 1 < nd; ++d) rows *= t.size(d);
+  const int64_t n = t.size(-1);
+  // A view when the leading dims (those of size > 1) are evenly spaced rows;
+  // otherwise reshape, which copies.
+  int64_t row_stride = std::max<int64_t>(n, 1), next_extent = -1;
+  bool view = rows > 0;
+  for (int64_t d = nd - 2; d >= 0 && view; --d) {
+    if (t.size(d) == 1) continue;
+    if (next_extent < 0) row_stride = t.stride(d);
+    else view = t.stride(d) == next_extent;
+    next_extent = t.stride(d) * t.size(d);
+  }
+  if (!view) return torch::stable::reshape(t, {rows, n});
+  return strided_view(t, {rows, n}, {row_stride, t.stride(-1)});
 }
 
 std::vector<int64_t> linear_out_shape(const Tensor& x, int64_t out_features) {

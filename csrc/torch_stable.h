@@ -3,6 +3,7 @@
 // TORCH_TARGET_VERSION (setup.py), so one binary loads into every torch from
 // that version on.  No ATen / c10 headers anywhere in csrc/.
 #pragma once
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
@@ -30,10 +31,38 @@ Tensor call_op(const char* name, const char* overload, const Args&... args) {
   return torch::stable::detail::to<Tensor>(stack[0]);
 }
 
-// An uninitialised contiguous tensor of `like`'s dtype (or `dtype`) and device.
-inline Tensor empty_like_dev(IntArrayRef shape, const Tensor& like, std::optional<ScalarType> dtype = std::nullopt) {
-  return torch::stable::empty(shape, dtype ? dtype : std::optional<ScalarType>(like.scalar_type()), std::nullopt,
-                              like.device());
+// An uninitialised contiguous tensor of `like`'s dtype (or bytes) and
+// device.  Straight through the C shim (no dispatcher round trip: this is on
+// every call's path).
+inline Tensor empty_like_dev(IntArrayRef shape, const Tensor& like, bool bytes = false) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  int64_t strides[8];
+  STD_TORCH_CHECK(nd <= 8, "tiled: too many dims");
+  int64_t s = 1;
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= shape[d] > 1 ? shape[d] : 1;
+  }
+  int32_t dtype, device_type, device_index;
+  AtenTensorHandle h = like.get();
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(h, &dtype));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(h, &device_type));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_index(h, &device_index));
+  if (bytes) dtype = aoti_torch_dtype_uint8();
+  AtenTensorHandle out;
+  STABLE_TORCH_ERROR_CODE_CHECK(
+      aoti_torch_empty_strided(nd, shape.data(), strides, dtype, device_type, device_index, &out));
+  return Tensor(out);
+}
+
+// A view of t's storage with the given sizes and strides (element units,
+// from t's own storage offset), through the C shim.
+inline Tensor strided_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides) {
+  AtenTensorHandle out;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch__reinterpret_tensor(t.get(), static_cast<int64_t>(sizes.size()),
+                                                               sizes.data(), strides.data(), t.storage_offset(),
+                                                               &out));
+  return Tensor(out);
 }
 
 }  // namespace tiled

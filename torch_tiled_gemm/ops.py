@@ -311,8 +311,7 @@ class _GemmFn(torch.autograd.Function):
 def _gemm_autograd(keyset, a, b, bias=None):
     if _needs_grad(a, b, bias):
         return _GemmFn.apply(keyset, a, b, bias)
-    with _below_autograd():
-        return _gemm.redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+    return _gemm.redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
 
 
 class _LinearFn(torch.autograd.Function):
@@ -343,8 +342,7 @@ class _LinearFn(torch.autograd.Function):
 def _linear_autograd(keyset, x, weight, bias=None):
     if _needs_grad(x, weight, bias):
         return _LinearFn.apply(keyset, x, weight, bias)
-    with _below_autograd():
-        return _linear.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
+    return _linear.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
 
 
 class _LinearActFn(torch.autograd.Function):
@@ -384,8 +382,7 @@ def _linear_act_autograd(keyset, x, weight, bias=None, act="none", residual=None
     if _needs_grad(x, weight, bias, residual):
         _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
         return _LinearActFn.apply(x, weight, bias, act, residual)
-    with _below_autograd():
-        return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
+    return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
 
 
 class _GatedLinearFn(torch.autograd.Function):
@@ -434,8 +431,7 @@ def _gated_linear_autograd(keyset, x, w_gate, w_up, act="silu", b_gate=None, b_u
     if _needs_grad(x, w_gate, w_up, b_gate, b_up):
         _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
         return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
-    with _below_autograd():
-        return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
+    return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
 
 
 for _name, _kernel in (

@@ -146,7 +146,7 @@ PreparedGemm run_gemm(const Tensor& a, const Tensor& b, const std::optional<Tens
   // allocator: stream-ordered, and captured into graphs like any tensor.
   const size_t ws_bytes = cuda::gemm_workspace_bytes(g.problem, dev);
   Tensor ws;
-  if (ws_bytes > 0) ws = empty_like_dev({static_cast<int64_t>(ws_bytes)}, a, ScalarType::Byte);
+  if (ws_bytes > 0) ws = empty_like_dev({static_cast<int64_t>(ws_bytes)}, a, /*bytes=*/true);
   const char* err = cuda::gemm(g.problem, dev, stream, ws_bytes > 0 ? ws.data_ptr() : nullptr);
   TILED_CHECK(err == nullptr, op_name, ": ", err);
   STD_CUDA_KERNEL_LAUNCH_CHECK();
