@@ -112,6 +112,11 @@ if want_cuda():
         extra_link_args=link_flags,
         py_limited_api=True,
     )
+    # The CUDA runtime linked statically, and nothing of torch's CUDA libraries
+    # at load time (csrc/cuda/gemm_cuda.cpp looks up the one shim it needs):
+    # the same binary then loads into a CPU-only torch too (docs/abi.md).
+    ext.libraries = [lib for lib in ext.libraries if lib not in ("cudart", "c10_cuda", "torch_cuda")]
+    ext.libraries += ["cudart_static", "rt", "dl", "pthread"]
     ext.ptxas_o1_sources = PTXAS_O1_SOURCES
     ext.ptxas_o1_flags = nvcc_flags
 else:

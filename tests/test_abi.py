@@ -1,4 +1,4 @@
-"""One binary for every torch from 2.10 on: the extension is built on
+"""One binary for every torch from 2.10 on (CUDA or CPU-only): built on
 PyTorch's stable ABI (C shims, header-only types) and Python's limited API.
 These tests read the built library and the sources; the proof that one wheel
 runs under several torch versions is .ci/run's second suite (and
@@ -73,3 +73,16 @@ def test_registrations():
         assert has(f"tiled::{op}", "Autograd"), op
     for op in ("gemm", "linear"):
         assert has(f"tiled::{op}", "AutocastCPU") and has(f"tiled::{op}", "AutocastCUDA"), op
+
+
+def test_loads_without_torch_cuda_libraries():
+    """The same wheel serves CPU-only torch builds: nothing of torch's CUDA
+    libraries (or a shared CUDA runtime) is needed at load time."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("readelf not on PATH")
+    out = subprocess.run([readelf, "-d", SO], check=True, capture_output=True, text=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+    assert needed, out
+    bad = [lib for lib in needed if re.match(r"lib(cudart|cuda|torch_cuda|c10_cuda|torch_python)", lib)]
+    assert not bad, f"needed at load time: {bad}"

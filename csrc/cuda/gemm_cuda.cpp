@@ -1,11 +1,17 @@
 // CUDA implementation of the tiled ops on the stable ABI: checks, device
 // guard, current stream, then the torch-free dispatch layer.
-#define USE_CUDA  // the CUDA part of the C shims (current stream)
+//
+// The library needs nothing of torch's CUDA libraries at load time (the CUDA
+// runtime is linked statically, setup.py), so the same binary also loads into
+// a CPU-only torch, where these kernels are registered but never reached.
+// The one CUDA shim used, the current stream, is looked up in libtorch_cuda
+// when the first CUDA call needs it.
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030A0000
 #endif
 #include <Python.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/macros.h>
@@ -26,6 +32,10 @@
 namespace tiled {
 namespace {
 
+void cuda_check(cudaError_t e) {
+  TILED_CHECK(e == cudaSuccess, "CUDA error: ", cudaGetErrorString(e));
+}
+
 const cuda::DeviceInfo& device_info(int device) {
   static std::mutex mu;
   static std::vector<std::unique_ptr<cuda::DeviceInfo>> cache;
@@ -33,7 +43,7 @@ const cuda::DeviceInfo& device_info(int device) {
   if (static_cast<int>(cache.size()) <= device) cache.resize(device + 1);
   if (!cache[device]) {
     cudaDeviceProp prop_storage;
-    STD_CUDA_CHECK(cudaGetDeviceProperties(&prop_storage, device));
+    cuda_check(cudaGetDeviceProperties(&prop_storage, device));
     const cudaDeviceProp* prop = &prop_storage;
     auto info = std::make_unique<cuda::DeviceInfo>();
     info->sm_major = prop->major;
@@ -59,11 +69,18 @@ const cuda::DeviceInfo& device_info(int device) {
 }
 
 
-// The current stream of `device` (the stable shim's; torch's own stream,
-// with CUDA graphs and user streams).
+// The current stream of `device` (torch's own: CUDA graphs, user streams),
+// from the C shim aoti_torch_get_current_cuda_stream in libtorch_cuda, which
+// a CUDA torch has loaded by the time a CUDA tensor exists.
 cudaStream_t current_stream(int device) {
+  using Fn = AOTITorchError (*)(int32_t, void**);
+  static const Fn fn = [] {
+    void* lib = dlopen("libtorch_cuda.so", RTLD_NOLOAD | RTLD_LAZY);
+    return lib ? reinterpret_cast<Fn>(dlsym(lib, "aoti_torch_get_current_cuda_stream")) : nullptr;
+  }();
+  TILED_CHECK(fn != nullptr, "tiled: this torch has no CUDA support loaded (libtorch_cuda)");
   void* stream = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
+  TILED_CHECK(fn(device, &stream) == AOTI_TORCH_SUCCESS, "tiled: no current CUDA stream for device ", device);
   return static_cast<cudaStream_t>(stream);
 }
 
@@ -114,7 +131,7 @@ Tensor stage_one(const Tensor& like, const Operand& o, int64_t batch, int64_t ro
   c.elem_bytes = static_cast<int>(like.element_size());
   const char* err = cuda::stage_copy(c, dev.num_sms, stream);
   TILED_CHECK(err == nullptr, "tiled.gemm: ", err);
-  STD_CUDA_KERNEL_LAUNCH_CHECK();
+  cuda_check(cudaGetLastError());
   return dst;
 }
 
@@ -149,7 +166,7 @@ PreparedGemm run_gemm(const Tensor& a, const Tensor& b, const std::optional<Tens
   if (ws_bytes > 0) ws = empty_like_dev({static_cast<int64_t>(ws_bytes)}, a, /*bytes=*/true);
   const char* err = cuda::gemm(g.problem, dev, stream, ws_bytes > 0 ? ws.data_ptr() : nullptr);
   TILED_CHECK(err == nullptr, op_name, ": ", err);
-  STD_CUDA_KERNEL_LAUNCH_CHECK();
+  cuda_check(cudaGetLastError());
   return g;
 }
 
@@ -164,7 +181,7 @@ Tensor gemm_ladder_cuda(Tensor a, Tensor b, int64_t step) {
   const char* err =
       cuda::ladder_gemm(g.problem, static_cast<int>(step), device_info(device), current_stream(device));
   TILED_CHECK(err == nullptr, "tiled.gemm_ladder(step=", step, "): ", err);
-  STD_CUDA_KERNEL_LAUNCH_CHECK();
+  cuda_check(cudaGetLastError());
   return g.out;
 }
 
