@@ -654,7 +654,7 @@ def offset_operands(M, N, K, dtype, device, layout, off_a, off_b, off_bias, bsz=
 def test_odd_storage_offsets_cpu(monkeypatch, isa, dtype):
     if isa == "amx" and dtype != torch.bfloat16:
         pytest.skip("the AMX kernel is bf16 only")
-    monkeypatch.setenv("TILED_CPU_ISA", isa)
+    monkeypatch.setenv("TILED_CONFIG", isa)
     probe = torch.zeros(2, 2, dtype=dtype)
     if ttg.kernel_name(probe, probe) != f"cpu_blocked_{isa}":
         pytest.skip(f"this CPU has no {isa}")

@@ -238,11 +238,11 @@ def test_kernel_name_cpu():
 
 
 def cpu_isa_or_skip(monkeypatch, isa, dtype=torch.float32):
-    """Caps the CPU kernel at `isa` (TILED_CPU_ISA); skips where the CPU
+    """Forces the CPU kernel's instruction set `isa` by name (TILED_CONFIG); skips where the CPU
     (or, for AMX, the OS or the dtype) does not give it."""
     if isa == "amx" and dtype != torch.bfloat16:
         pytest.skip("the AMX kernel is bf16 only (other dtypes run the AVX-512 build)")
-    monkeypatch.setenv("TILED_CPU_ISA", isa)
+    monkeypatch.setenv("TILED_CONFIG", f"cpu_blocked_{isa}")
     a, b = make_operands(2, 2, 2, dtype, "cpu")
     name = torch.ops.tiled.gemm_kernel_name(a, b)
     if name != f"cpu_blocked_{isa}":
@@ -342,32 +342,35 @@ def test_cpu_amx_column_major_views(monkeypatch, M, N, K):
     assert_close_rel(out, reference(a, b, None), torch.bfloat16)
 
 
-def test_cpu_isa_setting_checked(monkeypatch):
-    monkeypatch.setenv("TILED_CPU_ISA", "sse9")
+def test_cpu_unknown_config_is_declined(monkeypatch):
+    # A name no CPU configuration has (or one this CPU lacks) is declined:
+    # the best instruction set runs, as without TILED_CONFIG.
     a, b = make_operands(4, 4, 4, torch.float32, "cpu")
-    with pytest.raises(RuntimeError, match="TILED_CPU_ISA must be baseline, avx2, avx512 or amx"):
-        gemm(a, b)
+    usual = torch.ops.tiled.gemm_kernel_name(a, b)
+    for name in ("sse9", "cpu_blocked_sse9", "sm90_bf16_128x128pp_nt", "amx"):  # (amx: bf16 only)
+        monkeypatch.setenv("TILED_CONFIG", name)
+        assert torch.ops.tiled.gemm_kernel_name(a, b) == usual, name
+        assert_close_rel(gemm(a, b), reference(a, b, None), torch.float32)
 
 
 @pytest.mark.parametrize("padding", [3, 40])
 def test_settings_read_on_every_call(monkeypatch, padding):
     # The TILED_* switches are read from the environment once per call (a
     # table of up to 32; past that every lookup goes to getenv): a change
-    # between calls takes effect, an unset one reads as unset, an invalid one
-    # is still reported, whichever path the lookup takes.
+    # between calls takes effect, an unset one reads as unset, an unknown
+    # name is declined, whichever path the lookup takes.
     for i in range(padding):
         monkeypatch.setenv(f"TILED_TEST_PADDING_{i}", str(i))
     a, b = make_operands(4, 4, 4, torch.float32, "cpu")
-    monkeypatch.setenv("TILED_CPU_ISA", "baseline")
+    monkeypatch.setenv("TILED_CONFIG", "baseline")
     assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked_baseline"
     assert_close_rel(gemm(a, b), reference(a, b, None), torch.float32)
-    monkeypatch.delenv("TILED_CPU_ISA")
+    monkeypatch.delenv("TILED_CONFIG")
     unset = torch.ops.tiled.gemm_kernel_name(a, b)
     assert unset in [f"cpu_blocked_{i}" for i in CPU_ISAS[:3]]
-    monkeypatch.setenv("TILED_CPU_ISA", "sse9")
-    with pytest.raises(RuntimeError, match="TILED_CPU_ISA must be baseline, avx2, avx512 or amx"):
-        gemm(a, b)
-    monkeypatch.setenv("TILED_CPU_ISA", "baseline")
+    monkeypatch.setenv("TILED_CONFIG", "sse9")
+    assert torch.ops.tiled.gemm_kernel_name(a, b) == unset
+    monkeypatch.setenv("TILED_CONFIG", "cpu_blocked_baseline")
     assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked_baseline"
 
 
