@@ -1,4 +1,7 @@
 """tiled.gemm forward: values against float64 over shapes, layouts, dtypes, views."""
+import os
+import subprocess
+import sys
 import zlib
 import random
 
@@ -484,11 +487,12 @@ def _check_simt_fixed_order(M, N, K, layout, kernel):
     return a, b, bias
 
 
-def _check_replay_and_switch(a, b, bias, monkeypatch, setting):
-    """The same bits under CUDA-graph replay; `setting`=0 runs plain simt_fast, right."""
+def _check_replay_and_plain(a, b, bias, monkeypatch):
+    """The same bits under CUDA-graph replay; the plain configuration forced
+    by name (TILED_CONFIG=simt_fast: no split, no stream-K) runs, right."""
     captured = graph_replay(lambda: gemm(a, b, bias), lambda: a.copy_(torch.randn_like(a)))
     assert torch.equal(captured, gemm(a, b, bias))
-    monkeypatch.setenv(setting, "0")
+    monkeypatch.setenv("TILED_CONFIG", "simt_fast")
     name = torch.ops.tiled.gemm_kernel_name(a, b)
     if _is_hopper() or name.startswith("simt_fast"):
         assert name == "simt_fast", name
@@ -501,14 +505,14 @@ def test_strict_fp32_split_k(layout, monkeypatch):
     """Strict fp32 with few 128x256 tiles and a deep K splits K over the SMs
     (slices of a multiple of 16, the last one shorter), partials summed in a
     fixed order: right against float64 with and without bias, the same bits on
-    every run and under CUDA-graph replay; TILED_SIMT_SPLITK=0 keeps the
-    sliced-K kernel."""
+    every run and under CUDA-graph replay; simt_fast forced by name keeps
+    the sliced-K kernel."""
     with tf32_mode(False):
         # (M, N, K): 8 slices, the last one shorter; 8 equal slices; an odd,
         # unaligned shape (scalar copies); M just over the 32-row limit.
         for M, N, K in [(128, 4096, 4100), (64, 4096, 4096), (100, 4001, 4097), (33, 2304, 8192)]:
             a, b, bias = _check_simt_fixed_order(M, N, K, layout, "simt_fast_splitk")
-        _check_replay_and_switch(a, b, bias, monkeypatch, "TILED_SIMT_SPLITK")
+        _check_replay_and_plain(a, b, bias, monkeypatch)
 
 
 def _streamk_shapes(sms):
@@ -529,18 +533,18 @@ def test_strict_fp32_stream_k(layout, monkeypatch):
     idle deals the last partial wave plus one full wave to every SM as runs of
     k-tiles (stream-K, partials added in a fixed order): right against float64
     with bias on interior and edge tiles, the same bits on every run and under
-    CUDA-graph replay; TILED_SIMT_STREAMK=0 runs whole tiles (ladder step
-    109's bits).  Fewer tiles than SMs run whole tiles."""
-    monkeypatch.delenv("TILED_SIMT_STREAMK", raising=False)
+    CUDA-graph replay; simt_fast forced by name runs whole tiles (ladder
+    step 109's bits).  Fewer tiles than SMs run whole tiles."""
+    monkeypatch.delenv("TILED_CONFIG", raising=False)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     with tf32_mode(False):
         for M, N, K in _streamk_shapes(sms):
             a, b, bias = _check_simt_fixed_order(M, N, K, layout, "simt_fast_streamk")
-        _check_replay_and_switch(a, b, bias, monkeypatch, "TILED_SIMT_STREAMK")
+        _check_replay_and_plain(a, b, bias, monkeypatch)
         # Whole tiles are ladder step 109's, bit for bit.
         assert torch.equal(gemm(a, b), torch.ops.tiled.gemm_ladder(a, b, 109))
         # Fewer tiles than SMs (but more than half: no split-K): whole tiles.
-        monkeypatch.delenv("TILED_SIMT_STREAMK")
+        monkeypatch.delenv("TILED_CONFIG")
         M, N, K = 1280 - 3, (sms // 20 + 1) * 256, 1032
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=7)
         name = torch.ops.tiled.gemm_kernel_name(a, b)
@@ -551,10 +555,24 @@ def test_strict_fp32_stream_k(layout, monkeypatch):
 
 @needs_cuda
 @pytest.mark.parametrize("layout", ["NT", "TT"])
-def test_strict_fp32_stage_b_switch(layout, monkeypatch):
-    """TILED_SIMT_STAGE_B=0 (read per call) runs a column-major or unaligned
-    B, and an unaligned A, in place."""
-    monkeypatch.setenv("TILED_SIMT_STAGE_B", "0")
+def test_strict_fp32_staging_off(layout):
+    """TILED_DISABLE_KERNELS=staging runs a column-major or unaligned B, and
+    an unaligned A, in place.  The switch is read once per process: a child
+    process runs the case."""
+    code = f"""
+import sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+import torch
+import test_gemm
+test_gemm.staging_off_case({layout!r})
+print("ok")
+"""
+    env = dict(os.environ, TILED_DISABLE_KERNELS="staging")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def staging_off_case(layout):
     with tf32_mode(False):
         M, N, K = 2049, 2053, 67
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout)
