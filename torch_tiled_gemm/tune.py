@@ -25,9 +25,9 @@ GEMMs, kept only where that mean reaches MIN_GAIN
 and no GEMM of the class gets slower than MAX_LOSS; classes where the rules
 already win get no line.  Dispatch reads the table at run time
 (csrc/cuda/autotune.h); docs/dispatch.md describes the whole loop.
-Raw files of the older format (settings keyed by switches such as
-TILED_SM90_SCHEDULE=pingpong) are read the same way: the table is built
-from the kernels they timed.
+Raw files of the older format (candidates keyed by the run-time switch
+settings that the configuration names replaced) are read the same way: the
+table is built from the kernels they timed.
 """
 import argparse
 import contextlib
