@@ -83,8 +83,8 @@ if has bench; then
   say "bench rc=$?"
 fi
 if has cluster; then
-  say "bench: 2-CTA cluster variant (TILED_SM90_CLUSTER=2), quick shapes"
-  TILED_SM90_CLUSTER=2 timeout 200 $PY -m torch_tiled_gemm.bench --quick --tag cluster2 --out "$OUT/results" 2>/dev/null \
+  say "bench: 2-CTA cluster variant (TILED_CONFIG=128x256c2), quick shapes"
+  TILED_CONFIG=128x256c2 timeout 200 $PY -m torch_tiled_gemm.bench --quick --tag cluster2 --out "$OUT/results" 2>/dev/null \
     | grep -E "^\| gemm \| (bf16|fp16)|geometric" >>"$LOG"
 fi
 if has dist; then
@@ -119,8 +119,8 @@ if has sweep; then
   say "sweep rc=$?"
 fi
 if has explore; then
-  # Settings A/B on chosen shapes, one process: EXPLORE="cases... -- variants..."
-  # e.g. EXPLORE="4096x4096x4096 128x4096x4096:NT -- base:- coop:TILED_SM90_SCHEDULE=cooperative"
+  # Configuration A/B on chosen shapes, one process: EXPLORE="cases... -- variants..."
+  # e.g. EXPLORE="4096x4096x4096 128x4096x4096:NT -- base:- coop:128x256"
   say "explore: ${EXPLORE:-}"
   cases=${EXPLORE%% -- *}; variants=${EXPLORE#* -- }
   timeout ${EXPLORE_TIMEOUT:-300} $PY benchmarks/explore.py --dtype "${EXPLORE_DTYPE:-bf16}" --cases $cases \

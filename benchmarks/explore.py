@@ -1,13 +1,14 @@
-"""Settings A/B on a few shapes, in one process, paired against torch.matmul.
+"""Configuration A/B on a few shapes, in one process, paired against torch.matmul.
 
     python benchmarks/explore.py --cases 4096x4096x4096 128x4096x4096:NT 8x16x4096x4096 \
-        --variants "base:-" "coop:TILED_SM90_SCHEDULE=cooperative" [--dtype bf16] [--out DIR]
+        --variants "base:-" "coop:128x256" [--dtype bf16] [--out DIR]
 
 For each case, every variant is timed with the paired, interleaved protocol
 of the main benchmark (6 rounds, do_bench medians, L2 flushed, alternating
-order); the dispatch switches are environment variables read on every call,
+order); a configuration forced by name (TILED_CONFIG) is read on every call,
 so the variants run side by side in one process (same clocks, same inputs).
-A variant is "tag:VAR=val,VAR2=val" ("-" for none).  Prints one row per
+A variant is "tag:NAME[,NAME]" (configuration names as ttg.kernel_name
+reports them or their variants, docs/dispatch.md; "-" for the rules' choice).  Prints one row per
 (case, variant) and writes explore-<gpu>-<date>-<commit>-<dtype><tag>.json.
 """
 import argparse
@@ -17,7 +18,7 @@ import os
 import torch
 
 from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands, paired, rel_err
-from torch_tiled_gemm.tune import parse_settings, settings_env
+from torch_tiled_gemm.tune import config_env
 
 
 def parse_case(s):
@@ -30,8 +31,8 @@ def parse_case(s):
 
 
 def parse_variant(s):
-    tag, _, envs = s.partition(":")
-    return tag, parse_settings(envs)
+    tag, _, config = s.partition(":")
+    return tag, config or "-"
 
 
 def main():
@@ -52,7 +53,7 @@ def main():
         ref = torch.matmul(x.double(), w.double())
         for vs in a.variants:
             tag, envs = parse_variant(vs)
-            with settings_env(envs):
+            with config_env(envs):
                 out = torch.ops.tiled.gemm(x, w)
                 err = rel_err(out, ref)
                 t_ours, t_torch, ratio = paired(lambda: torch.ops.tiled.gemm(x, w), lambda: torch.matmul(x, w), "cuda")

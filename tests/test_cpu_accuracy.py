@@ -24,12 +24,12 @@ INT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 
 def use_isa(monkeypatch, isa, dtype):
-    """Caps the CPU kernel at `isa` (TILED_CPU_ISA) and checks, by the kernel
+    """Forces the CPU kernel's instruction set `isa` by name (TILED_CONFIG) and checks, by the kernel
     name, that this build is the one that runs; skips where the CPU (or, for
     AMX, the OS or the dtype) does not give it."""
     if isa == "amx" and dtype != torch.bfloat16:
         pytest.skip("the AMX kernel is bf16 only (other dtypes run the AVX-512 build)")
-    monkeypatch.setenv("TILED_CPU_ISA", isa)
+    monkeypatch.setenv("TILED_CONFIG", f"cpu_blocked_{isa}")
     probe = torch.zeros(2, 2, dtype=dtype)
     name = torch.ops.tiled.gemm_kernel_name(probe, probe)
     if name != f"cpu_blocked_{isa}":

@@ -586,8 +586,8 @@ BIG = [  # (family prefix, dtype, M, N, K, layout, env); each has > 2^31 element
     ("sm90_", torch.bfloat16, 46400, 46400, 64, "NN", {}),           # C
     ("sm90_", torch.bfloat16, 2097216, 256, 1024, "NN", {}),         # A
     ("sm90_", torch.float16, 256, 2097216, 1024, "NT", {}),          # B (x @ W^T with a huge W)
-    ("skinny_", torch.bfloat16, 16, 524416, 4096, "NN", {"TILED_SKINNY_MAXM": "64"}),   # B
-    ("skinny_", torch.bfloat16, 524416, 16, 4096, "NN", {"TILED_SKINNY_MAXM": "64"}),   # A, swapped
+    ("skinny_", torch.bfloat16, 16, 524416, 4096, "NN", {"TILED_CONFIG": "16x128sk1"}),   # B
+    ("skinny_", torch.bfloat16, 524416, 16, 4096, "NN", {"TILED_CONFIG": "16x128sk1"}),   # A, swapped
     ("staged_a+sm90_", torch.bfloat16, 2099264, 256, 1023, "NN", {}),  # A, unaligned: a staged copy
     ("simt_fast", torch.float32, 46400, 46400, 16, "NN", {}),         # C
     ("simt_fast", torch.float32, 2097216, 64, 1024, "NN", {}),        # A
@@ -654,7 +654,7 @@ def offset_operands(M, N, K, dtype, device, layout, off_a, off_b, off_bias, bsz=
 def test_odd_storage_offsets_cpu(monkeypatch, isa, dtype):
     if isa == "amx" and dtype != torch.bfloat16:
         pytest.skip("the AMX kernel is bf16 only")
-    monkeypatch.setenv("TILED_CPU_ISA", isa)
+    monkeypatch.setenv("TILED_CONFIG", isa)
     probe = torch.zeros(2, 2, dtype=dtype)
     if ttg.kernel_name(probe, probe) != f"cpu_blocked_{isa}":
         pytest.skip(f"this CPU has no {isa}")

@@ -37,12 +37,13 @@ needs_sm80 = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability
 DT = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32, "fp32": torch.float32,
       "fp64": torch.float64}
 LAYOUTS = ["NN", "NT", "TN", "TT"]
-# Every switch a case may set; each case starts from none of them.
-SWITCHES = ["TILED_SKINNY_MAXM", "TILED_SKINNY_SPLITK", "TILED_SKINNY_CLUSTER", "TILED_SKINNY_BM", "TILED_SKINNY_DEEP",
-            "TILED_SM90_SLAB", "TILED_SM90_CLUSTER", "TILED_SM90_SCHEDULE", "TILED_SM90_SPLITK", "TILED_SM90_STREAMK",
-            "TILED_SM90_SWAP", "TILED_SM90_SWAP_WIDTH", "TILED_SM90_N192", "TILED_SM90_NARROW", "TILED_SM90_SMALLM",
-            "TILED_SM90_TF32_SWAP_NT", "TILED_SM90_TF32_FEW_ROWS", "TILED_SIMT_SPLITK", "TILED_SIMT_STREAMK",
-            "TILED_SIMT_STAGE_B", "TILED_AUTOTUNE_CACHE"]
+# Every per-call switch a case may set; each case starts from none of them.
+SWITCHES = ["TILED_CONFIG", "TILED_AUTOTUNE_CACHE"]
+
+
+def cfg(name):
+    """A case's settings: the configuration `name` forced (TILED_CONFIG)."""
+    return {"TILED_CONFIG": name}
 
 
 @pytest.fixture(autouse=True)
@@ -105,44 +106,42 @@ def run_cases(cases, dtype_name, layout, monkeypatch, seed, pad=False):
 
 # ------------------------------------------------------------------ sm_90a tensor cores
 
-NO_SKINNY = {"TILED_SKINNY_MAXM": "0"}
 # ((M, N, K, batch), settings, kernel-name pattern: {t} dtype tag, {l} layout).
-# The sm_90a names were checked against hopper.cu's choice on a 132-SM
-# device (tests/host/sm90_choice.cpp) for the NT, TN and NN layouts.
+# Each 16-bit case forces its configuration by name (so neither the skinny
+# kernel nor the dispatch table takes it); the names were checked on the
+# host drivers (tests/host/) for every layout.
 SM90_16BIT = [
-    ((256, 512, 256, None), NO_SKINNY, r"^sm90_{t}_128x64_{l}$"),
-    ((1024, 1280, 256, None), NO_SKINNY, r"^sm90_{t}_128x128_{l}$"),
-    ((2048, 2048, 256, None), NO_SKINNY, r"^sm90_{t}_128x256_{l}$"),
-    ((2048, 2048, 256, None), {"TILED_SM90_CLUSTER": "2"}, r"^sm90_{t}_128x256c2_{l}$"),
-    ((1000, 1000, 1000, None), {"TILED_SM90_SCHEDULE": "pingpong"}, r"^sm90_{t}_128x128pp_{l}$"),
-    ((2048, 4096, 448, None), {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"},
-     r"^sm90_{t}_128x128ppc2_{l}$"),
-    ((128, 512, 1024, None), {"TILED_SM90_SPLITK": "4"}, r"^sm90_{t}_128x128sk4_{l}$"),
-    ((128, 256, 8192, None), NO_SKINNY, r"^sm90_{t}_128x128sk8_{l}$"),
-    ((128, 1000, 2048, None), {"TILED_SM90_SLAB": "0"}, r"^sm90_{t}_128x64sk2_{l}$"),
-    ((256, 512, 4096, None), {"TILED_SM90_STREAMK": "1"}, r"^sm90_{t}_128x64streamk_{l}$"),
-    ((1536, 1536, 1536, None), {"TILED_SM90_STREAMK": "1"}, r"^sm90_{t}_128x2\d\dstreamk_{l}$"),
-    ((1536, 1536, 200, None), {"TILED_SM90_N192": "1", "TILED_SM90_SWAP_WIDTH": "0"}, r"^sm90_{t}_128x192_{l}$"),
-    ((4096, 4104, 72, None), NO_SKINNY, r"^sm90_{t}_128x\w+sw_{l}$"),
-    ((200, 264, 520, 3), NO_SKINNY, r"^sm90_{t}_"),
-    ((16, 4096, 1024, None), {"TILED_SM90_SMALLM": "1", "TILED_SM90_SLAB": "0", "TILED_SKINNY_MAXM": "0"},
-     r"^sm90_{t}_128x"),
+    ((256, 512, 256, None), cfg("128x64"), r"^sm90_{t}_128x64_{l}$"),
+    ((1024, 1280, 256, None), cfg("128x128"), r"^sm90_{t}_128x128_{l}$"),
+    ((2048, 2048, 256, None), cfg("128x256"), r"^sm90_{t}_128x256_{l}$"),
+    ((2048, 2048, 256, None), cfg("128x256c2"), r"^sm90_{t}_128x256c2_{l}$"),
+    ((1000, 1000, 1000, None), cfg("128x128pp"), r"^sm90_{t}_128x128pp_{l}$"),
+    ((2048, 4096, 448, None), cfg("128x128ppc2"), r"^sm90_{t}_128x128ppc2_{l}$"),
+    ((128, 512, 1024, None), cfg("128x128sk4"), r"^sm90_{t}_128x128sk4_{l}$"),
+    ((128, 256, 8192, None), cfg("128x128sk8"), r"^sm90_{t}_128x128sk8_{l}$"),
+    ((128, 1000, 2048, None), cfg("128x64sk2"), r"^sm90_{t}_128x64sk2_{l}$"),
+    ((256, 512, 4096, None), cfg("128x64streamk"), r"^sm90_{t}_128x64streamk_{l}$"),
+    ((1536, 1536, 1536, None), cfg("128x256streamk"), r"^sm90_{t}_128x256streamk_{l}$"),
+    ((1536, 1536, 200, None), cfg("128x192"), r"^sm90_{t}_128x192_{l}$"),
+    ((4096, 4104, 72, None), cfg("128x256sw"), r"^sm90_{t}_128x256sw_{l}$"),
+    ((200, 264, 520, 3), cfg("128x64"), r"^sm90_{t}_128x64_{l}$"),
 ]
 # Row-major A only (the swapped tiles read A^T as their K-major B).
 SM90_16BIT_ROW_A = [
-    ((1536, 1536, 72, None), NO_SKINNY, r"^sm90_{t}_128x144sw_{l}$"),
-    ((64, 4096, 1024, None), NO_SKINNY, r"^sm90_{t}_64x\d+sw_{l}$"),
-    ((300, 1000, 136, None), {"TILED_SM90_SWAP_WIDTH": "200"}, r"^sm90_{t}_128x200sw_{l}$"),
+    ((1536, 1536, 72, None), cfg("128x144sw"), r"^sm90_{t}_128x144sw_{l}$"),
+    ((64, 4096, 1024, None), cfg("64x32sw"), r"^sm90_{t}_64x32sw_{l}$"),
+    ((300, 1000, 136, None), cfg("128x200sw"), r"^sm90_{t}_128x200sw_{l}$"),
 ]
 SM90_TF32 = [
     ((256, 512, 256, None), {}, r"^sm90_tf32_128x\d+"),
     ((1024, 1280, 256, None), {}, r"^sm90_tf32_128x\d+"),
     ((2048, 2048, 256, None), {}, r"^sm90_tf32_128x\d+"),
-    ((2048, 2048, 256, None), {"TILED_SM90_CLUSTER": "2"}, r"^sm90_tf32_128x256c2_"),
-    # (split-K tiles have no register-A form: NN and TT run an NT copy)
-    ((128, 1000, 2048, None), {"TILED_SM90_SPLITK": "2"}, r"^(staged_\w+\+)?sm90_tf32_128x128sk2_"),
-    ((1000, 1000, 1000, None), {"TILED_SM90_STREAMK": "1"}, r"^sm90_tf32_128x64streamk_"),
-    ((1536, 1536, 1536, None), {"TILED_SM90_STREAMK": "1"}, r"^sm90_tf32_128x256streamk_"),
+    ((2048, 2048, 256, None), cfg("128x256c2"), r"^sm90_tf32_128x256c2_"),
+    # (split-K tiles have no register-A form: NN and TT run an NT copy of the
+    # rules' split over 8-CTA clusters; a split forced by name is NT only)
+    ((256, 256, 8192, None), {}, r"^(staged_\w+\+)?sm90_tf32_128x128sk8_nt$"),
+    ((1000, 1000, 1000, None), cfg("128x64streamk"), r"^sm90_tf32_128x64streamk_"),
+    ((1536, 1536, 1536, None), cfg("128x256streamk"), r"^sm90_tf32_128x256streamk_"),
     ((136, 264, 520, 3), {}, r"^sm90_tf32_"),
     ((1000, 1000, 1000, None), {}, r"^sm90_tf32_"),
 ]
@@ -164,7 +163,9 @@ def test_sm90_tf32(monkeypatch, layout):
     # NT reads both operands from shared memory; NN and TT read the M-major
     # operand into registers (NN runs as C^T = B^T A^T); split-K NN/TT run
     # an NT copy.
-    run_cases(SM90_TF32, "tf32", layout, monkeypatch, seed=12)
+    cases = SM90_TF32 + ([((128, 1000, 2048, None), cfg("128x128sk2"), r"^sm90_tf32_128x128sk2_nt$")]
+                         if layout == "NT" else [])
+    run_cases(cases, "tf32", layout, monkeypatch, seed=12)
 
 
 @needs_sm90
@@ -174,7 +175,6 @@ def test_staged_tensor_core(monkeypatch, dtype):
     # odd leading dimensions, an odd offset, tf32 with both operands MN-major.
     gen = torch.Generator(device="cuda").manual_seed(13)
     dt = DT[dtype]
-    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
     tf32 = dtype == "tf32"
     a, b = ints((257, 129), dt, gen), ints((129, 255), dt, gen)
     exact(a, b, ints((255,), dt, gen), r"^staged_\w+\+sm90_", tf32)
@@ -188,15 +188,15 @@ def test_staged_tensor_core(monkeypatch, dtype):
 # ------------------------------------------------------------------ skinny (small M or N, 16-bit)
 
 SKINNY = [
-    ((1, 300, 200, None), {}, r"^skinny_{t}_16x128_{l}$"),
-    ((17, 1000, 520, None), {}, r"^skinny_{t}_32x128_{l}$"),
-    ((64, 264, 1000, None), {}, r"^skinny_{t}_64x128_{l}$"),
-    ((16, 4096, 4096, None), {}, r"^skinny_{t}_16x128_{l}$"),
-    ((33, 2000, 4096, None), {"TILED_SKINNY_SPLITK": "4", "TILED_SKINNY_CLUSTER": "0"}, r"^skinny_{t}_64x128_{l}$"),
-    ((33, 2000, 4096, None), {"TILED_SKINNY_SPLITK": "4", "TILED_SKINNY_CLUSTER": "1"}, r"^skinny_{t}_64x128_{l}$"),
-    ((100, 300, 520, None), {"TILED_SKINNY_BM": "32", "TILED_SKINNY_MAXM": "128"}, r"^skinny_{t}_32x128_{l}$"),
-    ((300, 16, 1000, None), {}, r"^skinny_{t}_16x128_{l}_swap$"),
-    ((5, 200, 300, 4), {}, r"^skinny_{t}_16x128_{l}$"),
+    ((1, 300, 200, None), cfg("16x128sk1"), r"^skinny_{t}_16x128sk1_{l}$"),
+    ((17, 1000, 520, None), cfg("32x128sk2c"), r"^skinny_{t}_32x128sk2c_{l}$"),
+    ((64, 264, 1000, None), cfg("64x128sk4"), r"^skinny_{t}_64x128sk4_{l}$"),
+    ((16, 4096, 4096, None), cfg("16x128sk4c"), r"^skinny_{t}_16x128sk4c_{l}$"),
+    ((33, 2000, 4096, None), cfg("64x128sk4"), r"^skinny_{t}_64x128sk4_{l}$"),
+    ((33, 2000, 4096, None), cfg("64x128sk4c"), r"^skinny_{t}_64x128sk4c_{l}$"),
+    ((100, 300, 520, None), cfg("32x128sk2c"), r"^skinny_{t}_32x128sk2c_{l}$"),
+    ((300, 16, 1000, None), cfg("16x128sk4c"), r"^skinny_{t}_16x128sk4c_{l}_swap$"),
+    ((5, 200, 300, 4), cfg("16x128sk1"), r"^skinny_{t}_16x128sk1_{l}$"),
 ]
 
 
@@ -204,10 +204,9 @@ SKINNY = [
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 def test_skinny(monkeypatch, dtype, layout):
-    # The one-slab tensor-core tiles would take some of these on Hopper.
-    monkeypatch.setenv("TILED_SM90_SLAB", "0")
-    run_cases([(s, {**env, "TILED_SM90_SLAB": "0"}, p) for s, env, p in SKINNY], dtype, layout, monkeypatch, seed=14,
-              pad=True)
+    # Each configuration forced by name: the one-slab tensor-core tiles
+    # would take some of these on Hopper.
+    run_cases(SKINNY, dtype, layout, monkeypatch, seed=14, pad=True)
 
 
 # ------------------------------------------------------------------ simt_fast (strict fp32)
@@ -231,9 +230,8 @@ def test_simt_fast(monkeypatch, layout):
         ((128, 4096, 4100, None), {}, r"^simt_fast_splitk$"),
         ((33, 2304, 8192, None), {}, r"^simt_fast_splitk$"),
         (_streamk_shape(sms), {}, r"^simt_fast_streamk$"),
-        (_streamk_shape(sms), {"TILED_SIMT_STREAMK": "0"}, plain),
+        (_streamk_shape(sms), cfg("simt_fast"), plain),
         ((2048, 1100, 130, None), {}, plain),  # large config; column-major or unaligned B staged
-        ((2051, 2053, 129, None), {"TILED_SIMT_STAGE_B": "0"}, r"^simt_fast$"),
     ]
     run_cases(cases, "fp32", layout, monkeypatch, seed=15, pad=True)
 
@@ -248,8 +246,8 @@ def test_simt_general_where_dispatch_picks_it(monkeypatch, layout):
               "fp64", layout, monkeypatch, seed=16)
     if IS_SM90:
         for dtype in ("bf16", "f16"):
-            run_cases([((7, 255, 129, None), {"TILED_SKINNY_MAXM": "0", "TILED_SM90_SLAB": "0"}, r"^simt_general$")],
-                      dtype, "NN", monkeypatch, seed=17)
+            run_cases([((7, 255, 129, None), cfg("simt_general"), r"^simt_general$")], dtype, "NN", monkeypatch,
+                      seed=17)
 
 
 CHILD = r"""

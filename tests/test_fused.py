@@ -459,13 +459,13 @@ CUDA_FAMILY_CASES = [
     # (M, N, K, dtype, env, expected kernel-name fragment or None)
     (512, 768, 256, torch.bfloat16, {}, "sm90"),
     (300, 520, 192, torch.float16, {}, "sm90"),
-    (256, 384, 256, torch.bfloat16, {"TILED_SM90_SWAP": "1"}, None),
-    (256, 256, 256, torch.bfloat16, {"TILED_SM90_SCHEDULE": "pingpong"}, None),
-    (256, 256, 4096, torch.bfloat16, {"TILED_SM90_SPLITK": "4"}, None),
-    (256, 256, 8192, torch.bfloat16, {"TILED_SM90_STREAMK": "1"}, None),
+    (256, 384, 256, torch.bfloat16, {"TILED_CONFIG": "128x64"}, "128x64_"),
+    (256, 256, 256, torch.bfloat16, {"TILED_CONFIG": "128x128pp"}, "128x128pp_"),
+    (256, 256, 4096, torch.bfloat16, {"TILED_CONFIG": "128x128sk4"}, "128x128sk4_"),
+    (256, 256, 8192, torch.bfloat16, {"TILED_CONFIG": "128x128sk8"}, "128x128sk8_"),
     (16, 512, 1024, torch.bfloat16, {}, None),  # skinny or one-slab
     (512, 24, 512, torch.float16, {}, None),    # small N: swapped skinny / one-slab as called
-    (8, 304, 2048, torch.bfloat16, {"TILED_SM90_SLAB": "0"}, "skinny"),
+    (8, 304, 2048, torch.bfloat16, {"TILED_CONFIG": "16x128sk8c"}, "skinny_bf16_16x128sk8c_"),
     (200, 130, 70, torch.float32, {}, None),    # strict fp32: simt_fast (+ epilogue pass)
     (70, 90, 33, torch.float64, {}, "simt_general"),
     # (TILED_DISABLE_KERNELS is read once per process: no family is switched off here)

@@ -1,4 +1,7 @@
 """tiled.gemm forward: values against float64 over shapes, layouts, dtypes, views."""
+import os
+import subprocess
+import sys
 import zlib
 import random
 
@@ -238,11 +241,11 @@ def test_kernel_name_cpu():
 
 
 def cpu_isa_or_skip(monkeypatch, isa, dtype=torch.float32):
-    """Caps the CPU kernel at `isa` (TILED_CPU_ISA); skips where the CPU
+    """Forces the CPU kernel's instruction set `isa` by name (TILED_CONFIG); skips where the CPU
     (or, for AMX, the OS or the dtype) does not give it."""
     if isa == "amx" and dtype != torch.bfloat16:
         pytest.skip("the AMX kernel is bf16 only (other dtypes run the AVX-512 build)")
-    monkeypatch.setenv("TILED_CPU_ISA", isa)
+    monkeypatch.setenv("TILED_CONFIG", f"cpu_blocked_{isa}")
     a, b = make_operands(2, 2, 2, dtype, "cpu")
     name = torch.ops.tiled.gemm_kernel_name(a, b)
     if name != f"cpu_blocked_{isa}":
@@ -342,32 +345,35 @@ def test_cpu_amx_column_major_views(monkeypatch, M, N, K):
     assert_close_rel(out, reference(a, b, None), torch.bfloat16)
 
 
-def test_cpu_isa_setting_checked(monkeypatch):
-    monkeypatch.setenv("TILED_CPU_ISA", "sse9")
+def test_cpu_unknown_config_is_declined(monkeypatch):
+    # A name no CPU configuration has (or one this CPU lacks) is declined:
+    # the best instruction set runs, as without TILED_CONFIG.
     a, b = make_operands(4, 4, 4, torch.float32, "cpu")
-    with pytest.raises(RuntimeError, match="TILED_CPU_ISA must be baseline, avx2, avx512 or amx"):
-        gemm(a, b)
+    usual = torch.ops.tiled.gemm_kernel_name(a, b)
+    for name in ("sse9", "cpu_blocked_sse9", "sm90_bf16_128x128pp_nt", "amx"):  # (amx: bf16 only)
+        monkeypatch.setenv("TILED_CONFIG", name)
+        assert torch.ops.tiled.gemm_kernel_name(a, b) == usual, name
+        assert_close_rel(gemm(a, b), reference(a, b, None), torch.float32)
 
 
 @pytest.mark.parametrize("padding", [3, 40])
 def test_settings_read_on_every_call(monkeypatch, padding):
     # The TILED_* switches are read from the environment once per call (a
     # table of up to 32; past that every lookup goes to getenv): a change
-    # between calls takes effect, an unset one reads as unset, an invalid one
-    # is still reported, whichever path the lookup takes.
+    # between calls takes effect, an unset one reads as unset, an unknown
+    # name is declined, whichever path the lookup takes.
     for i in range(padding):
         monkeypatch.setenv(f"TILED_TEST_PADDING_{i}", str(i))
     a, b = make_operands(4, 4, 4, torch.float32, "cpu")
-    monkeypatch.setenv("TILED_CPU_ISA", "baseline")
+    monkeypatch.setenv("TILED_CONFIG", "baseline")
     assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked_baseline"
     assert_close_rel(gemm(a, b), reference(a, b, None), torch.float32)
-    monkeypatch.delenv("TILED_CPU_ISA")
+    monkeypatch.delenv("TILED_CONFIG")
     unset = torch.ops.tiled.gemm_kernel_name(a, b)
     assert unset in [f"cpu_blocked_{i}" for i in CPU_ISAS[:3]]
-    monkeypatch.setenv("TILED_CPU_ISA", "sse9")
-    with pytest.raises(RuntimeError, match="TILED_CPU_ISA must be baseline, avx2, avx512 or amx"):
-        gemm(a, b)
-    monkeypatch.setenv("TILED_CPU_ISA", "baseline")
+    monkeypatch.setenv("TILED_CONFIG", "sse9")
+    assert torch.ops.tiled.gemm_kernel_name(a, b) == unset
+    monkeypatch.setenv("TILED_CONFIG", "cpu_blocked_baseline")
     assert torch.ops.tiled.gemm_kernel_name(a, b) == "cpu_blocked_baseline"
 
 
@@ -481,11 +487,12 @@ def _check_simt_fixed_order(M, N, K, layout, kernel):
     return a, b, bias
 
 
-def _check_replay_and_switch(a, b, bias, monkeypatch, setting):
-    """The same bits under CUDA-graph replay; `setting`=0 runs plain simt_fast, right."""
+def _check_replay_and_plain(a, b, bias, monkeypatch):
+    """The same bits under CUDA-graph replay; the plain configuration forced
+    by name (TILED_CONFIG=simt_fast: no split, no stream-K) runs, right."""
     captured = graph_replay(lambda: gemm(a, b, bias), lambda: a.copy_(torch.randn_like(a)))
     assert torch.equal(captured, gemm(a, b, bias))
-    monkeypatch.setenv(setting, "0")
+    monkeypatch.setenv("TILED_CONFIG", "simt_fast")
     name = torch.ops.tiled.gemm_kernel_name(a, b)
     if _is_hopper() or name.startswith("simt_fast"):
         assert name == "simt_fast", name
@@ -498,14 +505,14 @@ def test_strict_fp32_split_k(layout, monkeypatch):
     """Strict fp32 with few 128x256 tiles and a deep K splits K over the SMs
     (slices of a multiple of 16, the last one shorter), partials summed in a
     fixed order: right against float64 with and without bias, the same bits on
-    every run and under CUDA-graph replay; TILED_SIMT_SPLITK=0 keeps the
-    sliced-K kernel."""
+    every run and under CUDA-graph replay; simt_fast forced by name keeps
+    the sliced-K kernel."""
     with tf32_mode(False):
         # (M, N, K): 8 slices, the last one shorter; 8 equal slices; an odd,
         # unaligned shape (scalar copies); M just over the 32-row limit.
         for M, N, K in [(128, 4096, 4100), (64, 4096, 4096), (100, 4001, 4097), (33, 2304, 8192)]:
             a, b, bias = _check_simt_fixed_order(M, N, K, layout, "simt_fast_splitk")
-        _check_replay_and_switch(a, b, bias, monkeypatch, "TILED_SIMT_SPLITK")
+        _check_replay_and_plain(a, b, bias, monkeypatch)
 
 
 def _streamk_shapes(sms):
@@ -526,18 +533,18 @@ def test_strict_fp32_stream_k(layout, monkeypatch):
     idle deals the last partial wave plus one full wave to every SM as runs of
     k-tiles (stream-K, partials added in a fixed order): right against float64
     with bias on interior and edge tiles, the same bits on every run and under
-    CUDA-graph replay; TILED_SIMT_STREAMK=0 runs whole tiles (ladder step
-    109's bits).  Fewer tiles than SMs run whole tiles."""
-    monkeypatch.delenv("TILED_SIMT_STREAMK", raising=False)
+    CUDA-graph replay; simt_fast forced by name runs whole tiles (ladder
+    step 109's bits).  Fewer tiles than SMs run whole tiles."""
+    monkeypatch.delenv("TILED_CONFIG", raising=False)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     with tf32_mode(False):
         for M, N, K in _streamk_shapes(sms):
             a, b, bias = _check_simt_fixed_order(M, N, K, layout, "simt_fast_streamk")
-        _check_replay_and_switch(a, b, bias, monkeypatch, "TILED_SIMT_STREAMK")
+        _check_replay_and_plain(a, b, bias, monkeypatch)
         # Whole tiles are ladder step 109's, bit for bit.
         assert torch.equal(gemm(a, b), torch.ops.tiled.gemm_ladder(a, b, 109))
         # Fewer tiles than SMs (but more than half: no split-K): whole tiles.
-        monkeypatch.delenv("TILED_SIMT_STREAMK")
+        monkeypatch.delenv("TILED_CONFIG")
         M, N, K = 1280 - 3, (sms // 20 + 1) * 256, 1032
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout, seed=7)
         name = torch.ops.tiled.gemm_kernel_name(a, b)
@@ -548,10 +555,24 @@ def test_strict_fp32_stream_k(layout, monkeypatch):
 
 @needs_cuda
 @pytest.mark.parametrize("layout", ["NT", "TT"])
-def test_strict_fp32_stage_b_switch(layout, monkeypatch):
-    """TILED_SIMT_STAGE_B=0 (read per call) runs a column-major or unaligned
-    B, and an unaligned A, in place."""
-    monkeypatch.setenv("TILED_SIMT_STAGE_B", "0")
+def test_strict_fp32_staging_off(layout):
+    """TILED_DISABLE_KERNELS=staging runs a column-major or unaligned B, and
+    an unaligned A, in place.  The switch is read once per process: a child
+    process runs the case."""
+    code = f"""
+import sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+import torch
+import test_gemm
+test_gemm.staging_off_case({layout!r})
+print("ok")
+"""
+    env = dict(os.environ, TILED_DISABLE_KERNELS="staging")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def staging_off_case(layout):
     with tf32_mode(False):
         M, N, K = 2049, 2053, 67
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout)

@@ -2,12 +2,23 @@
 and correct; edges, layouts, batches, bias, determinism, and the fallback for
 what the Hopper kernel refuses.
 
-Runs only on a compute-capability 9.0 GPU.  Read failures top-down: the
-`test_a_*` smoke tests use small integers (exact in bf16/f16/tf32 and in fp32
-accumulation), so a wrong descriptor / swizzle / fragment mapping shows up as
-an exact mismatch with its first bad (row, col) printed, before the
-statistical tests run.
+Runs only on a compute-capability 9.0 GPU, with the skinny kernel and the
+dispatch table off (TILED_DISABLE_KERNELS=skinny,table, read once per
+process): test_in_child_process runs the module's tests in a child process
+so (to run some directly: TILED_DISABLE_KERNELS=skinny,table pytest
+tests/test_hopper.py -k ...); the tests of dispatch between the one-slab
+tiles and the skinny kernel run in this process.  Configurations other than
+the rules' are forced by name (TILED_CONFIG, docs/dispatch.md).
+
+Read failures top-down: the `test_a_*` smoke tests use small integers (exact
+in bf16/f16/tf32 and in fp32 accumulation), so a wrong descriptor / swizzle /
+fragment mapping shows up as an exact mismatch with its first bad (row, col)
+printed, before the statistical tests run.
 """
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -20,11 +31,42 @@ pytestmark = pytest.mark.skipif(not IS_SM90, reason="needs a compute-capability 
 gemm = torch.ops.tiled.gemm
 
 
+DISABLED = "skinny,table"
+IN_CHILD = os.environ.get("TILED_DISABLE_KERNELS") == DISABLED
+# Run in this process (the skinny kernel on): the rest in the child.
+PARENT_TESTS = {"test_in_child_process", "test_slab_over_skinny", "test_slab_as_called_over_skinny",
+                "test_l2_stream_rule"}
+
+
 @pytest.fixture(autouse=True)
-def _hopper_only(monkeypatch):
-    """These tests are about the sm_90a kernels: keep the small-M/N family
-    (tests/test_skinny.py) from taking their small shapes."""
-    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
+def _hopper_only(request, monkeypatch):
+    """These tests are about the sm_90a kernels: the small-M/N family
+    (tests/test_skinny.py) must not take their small shapes, nor the
+    dispatch table their choices, so they run where TILED_DISABLE_KERNELS
+    takes both out (test_in_child_process)."""
+    monkeypatch.delenv("TILED_CONFIG", raising=False)
+    parent = request.function.__name__ in PARENT_TESTS
+    if parent and "TILED_DISABLE_KERNELS" in os.environ:
+        pytest.skip("needs the skinny kernel and the table: runs in the parent process")
+    if not parent and not IN_CHILD:
+        pytest.skip("runs in a child process with TILED_DISABLE_KERNELS=" + DISABLED + " (test_in_child_process)")
+
+
+def test_in_child_process():
+    """Every test of this module but PARENT_TESTS, in a child process with
+    the skinny kernel and the dispatch table off."""
+    env = dict(os.environ, TILED_DISABLE_KERNELS=DISABLED)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__)],
+                       env=env, capture_output=True, text=True, timeout=3600, cwd=tests)
+    assert r.returncode == 0, r.stdout[-12000:] + r.stderr[-4000:]
+
+
+def force(monkeypatch, config):
+    """Runs the configuration(s) named (TILED_CONFIG: a variant such as
+    "128x128pp" or a full name, a comma list: the first that takes the
+    problem) where they can take the problem, else the rules' choice."""
+    monkeypatch.setenv("TILED_CONFIG", config)
 
 
 def kernel_name(a, b):
@@ -48,8 +90,10 @@ def num_sms():
 
 
 def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
-    """Python mirror of hopper.cu's choose() with no TILED_SM90_* overrides
-    (streamk=True / False: TILED_SM90_STREAMK=1 / 0; a_mn: A is M-major).
+    """Python mirror of hopper.cu's choose(), the rules' choice
+    (streamk=True / False: the choice with stream-K on / off wherever the
+    tile allows it, which the forced "...streamk" / plain names give; a_mn:
+    A is M-major).
     16-bit problems with >= 4 waves of 128x128 tiles and >= 2 tile rows run
     cooperative 128x256 tiles, in 2-CTA clusters over tile-row pairs unless
     the pairs need more waves than single tiles, or ping-pong 128x128 tiles
@@ -125,7 +169,7 @@ def wave_cost(M, N, batch, tile):
 
 
 def swap_waves(dtype, M, N, layout, batch=1, K=0, streamk=None):
-    """Mirror of hopper.cu's swap_fills_waves() (no TILED_SM90_SWAP): a 16-bit
+    """Mirror of hopper.cu's swap_fills_waves(): a 16-bit
     problem (any layout) or a tf32 NT runs as C^T = B^T A^T where the swapped
     tiles (cooperative 128x256, with or without clusters) need >= 5% fewer
     weighted waves; C (fresh, contiguous) must be 16-byte aligned."""
@@ -152,9 +196,8 @@ def swappable16(dtype, M, N, layout, batch):
 
 
 def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
-    """Mirror of hopper.cu's swap_width() (no TILED_SM90_SWAP_WIDTH; None
-    also where a schedule setting is given: here TILED_SM90_STREAMK when
-    streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs
+    """Mirror of hopper.cu's swap_width() (None where stream-K is forced on
+    or off: streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs
     swapped on 128 x W tiles (W columns of M, W in SWAP_WIDTHS: the fewest
     weighted waves, each weighted W / 256 / 0.97, the narrowest of equals)
     where those come >= 5% under wave_cost of the choice as called (or of
@@ -197,7 +240,7 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     """The config that runs (after any staging copy).  tf32 NN / TT run a
     register-A kernel unless their tiles split K or the MN-major operand's
     leading dimension is not 16-byte aligned: then an NT copy runs.
-    slab=False: as with TILED_SM90_SLAB=0."""
+    slab=False: without the one-slab tiles."""
     one_slab = slab and slab_width(dtype, M, N, layout, batch, streamk=streamk)
     if one_slab:
         return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
@@ -344,16 +387,12 @@ def test_tf32_register_a(tf32, layout):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TT"])
-def test_tf32_register_a_not_split(tf32, layout, monkeypatch):
-    # Split-K and ping-pong have no register-A kernels: those problems run
-    # on a K-major copy (NT).
+def test_tf32_register_a_not_split(tf32, layout):
+    # Split-K has no register-A kernels: those problems run on a K-major
+    # copy (NT).
     a, b = make_operands(256, 256, 8192, torch.float32, "cuda", layout)  # split-K over 8-CTA clusters
     assert torch.ops.tiled.gemm_kernel_name(a, b).startswith("staged_")
     assert kernel_name(a, b) == variant_name(torch.float32, "128x128sk8", "NT")
-    check(a, b, torch.float32, tol=TF32_TOL)
-    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
-    a, b = make_operands(1024, 1280, 520, torch.float32, "cuda", layout)
-    assert kernel_name(a, b) == variant_name(torch.float32, "128x128pp", "NT")
     check(a, b, torch.float32, tol=TF32_TOL)
 
 
@@ -377,63 +416,35 @@ def test_tf32_nt_swapped_small_m(tf32, monkeypatch):
         want = expected_name(torch.float32, M, N, "NT", batch or 1, K)
         swapped += tile_problem(torch.float32, M, N, "NT", batch or 1, K) == (N, M)
         assert torch.ops.tiled.gemm_kernel_name(a, b) == want, (M, N, K, batch)
-        bias = rand((N,), torch.float32, "cuda") if M % 2 == 0 else None
-        # TMA stores of C^T's boxes against the checked element stores: same bits
-        tma, checked = outputs_under(monkeypatch, a, b, bias, torch.float32, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
-        assert_close_rel(tma, reference(a, b, bias), torch.float32, TF32_TOL)
-        assert torch.equal(tma, checked), (M, N, K, batch)
+        check(a, b, torch.float32, bias=M % 2 == 0, tol=TF32_TOL)
         if batch is None:
             exact_check(M, N, K, torch.float32, "NT", bias=(M % 2 == 1))
     assert swapped == len(TF32_NT_SWAP_SHAPES) - 1
-    # TILED_SM90_TF32_SWAP_NT=0: never (the 128x64 tiles of the caller's problem)
-    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "0")
+    # As called, by name: the 128x64 tiles of the caller's problem
+    force(monkeypatch, "128x64streamk")
     a, b = make_operands(100, 4096, 4096, torch.float32, "cuda", "NT")
     assert kernel_name(a, b) == variant_name(torch.float32, "128x64streamk", "NT")
-    # =1: every NT whose swapped tiles can store C^T; 4096x100 takes 128x128
-    # tiles (no 128x64 tiles splitting a 65..128-wide N under stream-K)
-    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "1")
-    assert kernel_name(a, b) == variant_name(torch.float32, "128x128streamk", "NT")
     check(a, b, torch.float32, tol=TF32_TOL)
 
 
 def test_tf32_few_tile_rows(tf32, monkeypatch):
     # tf32 with a K-major A over <= 8 tile rows keeps the wave rule's tile:
     # 1024x14336 (7 waves of 128x128, 4 of 128x256 pairs) runs 128x128;
-    # TILED_SM90_TF32_FEW_ROWS=0 forces 128x256 pairs as for more tile rows.
+    # forced, the 128x256 pairs that more tile rows would take.
     M, N, K = 1024, 14336, 72
     a, b = make_operands(M, N, K, torch.float32, "cuda", "NT")
     assert expected_tile(M, N, 1, torch.float32, K) == "128x128"
     check(a, b, torch.float32, tol=TF32_TOL, name=variant_name(torch.float32, "128x128", "NT"))
-    monkeypatch.setenv("TILED_SM90_TF32_FEW_ROWS", "0")
+    force(monkeypatch, "128x256c2")
     check(a, b, torch.float32, tol=TF32_TOL, name=variant_name(torch.float32, "128x256c2", "NT"))
 
 
-def test_tf32_nt_swapped_every_config(tf32, monkeypatch):
-    # Forced swap over the shapes that reach each cooperative config (as the
-    # register-A kernels do for NN), plus 2-CTA clusters.
-    monkeypatch.setenv("TILED_SM90_TF32_SWAP_NT", "1")
-    seen = set()
-    for M, N, K, batch in TF32_REGISTER_A_SHAPES + [(4096, 4096, 1032, None)]:
-        tile = expected_tile(N, M, batch or 1, torch.float32, K)
-        assert "sk" not in tile, (M, N, K)
-        seen.add(tile)
-        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
-        assert kernel_name(a, b) == variant_name(torch.float32, tile, "NT"), (M, N, K, batch)
-        check(a, b, torch.float32, bias=(M % 2 == 0), tol=TF32_TOL)
-        if batch is None and M * N <= 2048 * 2048:
-            exact_check(M, N, K, torch.float32, "NT", bias=(M % 2 == 1))
-    assert seen == {"128x64", "128x128", "128x256", "128x192", "128x64streamk", "128x256c2"}, seen
-
-
-def check_swapped(monkeypatch, a, b, dtype, shape, layout, bias, exact_bias):
-    """A 16-bit problem run swapped: C^T's tiles stored by TMA boxes against
-    the checked element stores (same bits, nothing written past a tile),
-    close to the reference; exact on small integers when not batched."""
+def check_swapped(a, b, dtype, shape, layout, bias, exact_bias):
+    """A 16-bit problem run swapped (C^T's tiles stored by TMA boxes): close
+    to the reference (a poisoned output: nothing unwritten); exact on small
+    integers when not batched."""
     M, N, K, batch = shape
-    bias_t = rand((N,), dtype, "cuda") if bias else None
-    tma, checked = outputs_under(monkeypatch, a, b, bias_t, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
-    assert_close_rel(tma, reference(a, b, bias_t), dtype)
-    assert torch.equal(tma, checked), shape
+    check(a, b, dtype, bias=bias)
     if batch is None:
         exact_check(M, N, K, dtype, layout, bias=exact_bias)
 
@@ -444,7 +455,7 @@ def check_swapped(monkeypatch, a, b, dtype, shape, layout, bias, exact_bias):
 # in clusters; swapped 4 waves), or a batch of 2048x640 (2 waves of 128x128
 # against 1 of swapped 128x256).
 SWAP16_SHAPES = [(4096, 4104, 72, None), (1024, 4104, 136, None), (2048, 640, 72, 3)]
-# Forced (TILED_SM90_SWAP=1): shapes whose swapped problem takes 128x256
+# Forced (the swapped 128x256 names): shapes whose swapped problem takes 128x256
 # tiles with and without clusters (ragged edges, a batch, several tiles per
 # CTA among them), and shapes whose swapped tiles have no transposed-C
 # kernel (128x64, 128x128, 128x192, split-K): those run as called.
@@ -462,9 +473,9 @@ def test_swap16_default(monkeypatch, dtype, layout):
         assert swap_waves(dtype, M, N, layout, batch or 1, K), (M, N, K, batch)
         want = expected_name(dtype, M, N, layout, batch or 1, K)
         assert "sw_" in want and kernel_name(a, b) == want, (M, N, K, batch)
-        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=True, exact_bias=True)
-    # TILED_SM90_SWAP=0: never
-    monkeypatch.setenv("TILED_SM90_SWAP", "0")
+        check_swapped(a, b, dtype, (M, N, K, batch), layout, bias=True, exact_bias=True)
+    # As called, by name
+    force(monkeypatch, "128x128ppc2")
     a, b = make_operands(4096, 4104, 72, dtype, "cuda", layout)
     assert kernel_name(a, b) == variant_name(dtype, "128x128ppc2", layout)
     check(a, b, dtype)
@@ -473,20 +484,22 @@ def test_swap16_default(monkeypatch, dtype, layout):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_swap16_forced_every_config(monkeypatch, dtype, layout):
-    monkeypatch.setenv("TILED_SM90_SWAP", "1")
     seen = set()
     for M, N, K, batch in SWAP16_FORCED_SHAPES:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         tile = expected_tile(N, M, batch or 1, dtype, K)
         seen.add(tile)
-        if tile not in ("128x256", "128x256c2"):
+        if tile not in ("128x256", "128x256c2"):  # no swapped kernel: the tiles as called
+            force(monkeypatch, expected_tile(M, N, batch or 1, dtype, K))
             assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, batch or 1, dtype, K), layout)
             check(a, b, dtype)
             continue
+        force(monkeypatch, tile + "sw")
         assert kernel_name(a, b) == variant_name(dtype, tile + "sw", layout), (M, N, K, batch)
-        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), layout, bias=M % 2 == 0, exact_bias=M % 2 == 1)
+        check_swapped(a, b, dtype, (M, N, K, batch), layout, bias=M % 2 == 0, exact_bias=M % 2 == 1)
     assert seen == {"128x64", "128x128", "128x192", "128x256", "128x256c2", "128x64sk2", "128x128ppc2"}, seen
-    # Not where C's rows are not 16-byte aligned (N % 8).
+    # Not where C's rows are not 16-byte aligned (N % 8): the rules.
+    monkeypatch.delenv("TILED_CONFIG")
     for M, N, K in [(1000, 1001, 136), (2048, 2044, 136)]:
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
         assert "sw_" not in kernel_name(a, b), (M, N, K)
@@ -504,7 +517,7 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
 # 128x256 pairs).
 SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
                      (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 72, None)]
-# Forced (TILED_SM90_SWAP_WIDTH): ragged M (the last tile's last 64-column
+# Forced (128x144sw ... 128x232sw): ragged M (the last tile's last 64-column
 # chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
 # per CTA.
 SWAP_WIDTH_FORCED_SHAPES = [(300, 1000, 136, None), (65, 72, 64, None), (145, 136, 200, 3),
@@ -526,12 +539,11 @@ def test_swap_width_default(monkeypatch, dtype, layout):
     assert swap_width(dtype, 777, 4096, layout) == "128x200"
     assert swap_width(dtype, 824, 4096, layout) == "128x208"
     assert swap_width(dtype, 3000, 5000, layout) == "128x232"
-    # TILED_SM90_SWAP_WIDTH=0, or either 128x256 swap setting: never
+    # As called, by name
     a, b = make_operands(1536, 1536, 72, dtype, "cuda", layout)
-    for env, val in (("TILED_SM90_SWAP_WIDTH", "0"), ("TILED_SM90_SWAP", "0"), ("TILED_SM90_SWAP", "1")):
-        with monkeypatch.context() as m:
-            m.setenv(env, val)
-            assert kernel_name(a, b) == variant_name(dtype, "128x192", layout), env
+    with monkeypatch.context() as m:
+        force(m, "128x192")
+        assert kernel_name(a, b) == variant_name(dtype, "128x192", layout)
     # A column-major A (TN, TT) has no K-major B when swapped: as called.
     for lay in ("TN", "TT"):
         assert swap_width(dtype, 1536, 1536, lay) is None
@@ -543,7 +555,7 @@ def test_swap_width_default(monkeypatch, dtype, layout):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_swap_width_forced(monkeypatch, dtype, layout, width):
-    monkeypatch.setenv("TILED_SM90_SWAP_WIDTH", str(width))
+    force(monkeypatch, f"128x{width}sw")
     check_forced_swapped(monkeypatch, dtype, layout, SWAP_WIDTH_FORCED_SHAPES, f"128x{width}",
                          lambda name: "sw_" not in name or "128x256sw" in name)
 
@@ -564,16 +576,16 @@ def check_forced_swapped(monkeypatch, dtype, layout, shapes, tile, as_called, tn
             check(a, b, dtype)
             continue
         assert kernel_name(a, b) == variant_name(dtype, tile + "sw", lay), (M, N, K, batch)
-        check_swapped(monkeypatch, a, b, dtype, (M, N, K, batch), lay, bias=M % 2 == 0, exact_bias=M % 2 == 1)
+        check_swapped(a, b, dtype, (M, N, K, batch), lay, bias=M % 2 == 0, exact_bias=M % 2 == 1)
 
 
 SLAB_WIDTHS = (8, 16, 24, 32, 40, 48, 56, 64)
 
 
 def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
-    """Mirror of hopper.cu's slab_width() (rule: TILED_SM90_SLAB=1; None
-    where a schedule setting is given: here TILED_SM90_STREAMK when streamk
-    is not None): a 16-bit problem with a row-major A and M <= 128 runs
+    """Mirror of hopper.cu's slab_width() (rule: the rule itself, also where
+    stream-K is forced; else None where streamk is not None): a 16-bit
+    problem with a row-major A and M <= 128 runs
     swapped on 64 x W one-slab tiles (W a multiple of 8, 8 ... 64) where its
     N / 64 tile rows fill a quarter to one wave, M cut into as many tile
     columns as still fit that wave (at most 4); past one wave, M <= 64 runs
@@ -622,7 +634,7 @@ def n_major_slab(tile, N, layout, swapped=False):
 def slab_rule(M, N, b_n_major, batch, rule, streamk):
     """slab_width's rule for a problem of M <= N whose B is N-major or not."""
     if streamk is not None and not rule:
-        return None  # (rule: TILED_SM90_SLAB=1 also with a schedule setting)
+        return None  # (rule: also with stream-K forced)
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms, rows = num_sms(), cdiv(N, 64) * batch
     if M > 128 or (b_n_major and (M <= 16 or (M <= 32 and rows > sms))):
@@ -641,7 +653,7 @@ def slab_rule(M, N, b_n_major, batch, rule, streamk):
     return f"64x{w}"
 
 
-# One-slab tiles: (M, N, K, NN, NT), by default and under TILED_SM90_SLAB=1.
+# One-slab tiles: (M, N, K, NN, NT), by default and forced by name.
 # 64x4096 -> 2 tiles of 32 columns per 64 rows of N, 48x2048 -> 3 of 16,
 # 128x2048 -> 4 of 32, 64x8192 -> 1 of 64, 100 / 128 rows at N = 4096 -> 2
 # of 56 / 64, 16 rows (NT only) -> 2 of 8; past a wave of tile rows (14336 / 64 = 224 > 132): one column,
@@ -658,7 +670,7 @@ SLAB_RULE_SHAPES = [(64, 4096, 1024, "64x32", "64x32"), (100, 4096, 520, "64x56"
                     (16, 11008, 72, None, "64x16"), (32, 11008, 72, None, None), (16, 2304, 72, None, None),
                     (8, 2048, 72, None, None), (32, 2048, 72, None, None), (64, 9000, 72, None, None), (200, 4096, 72, None, None),
                     (128, 1024, 72, None, None), (64, 512, 72, None, None)]
-# Forced (TILED_SM90_SLAB=W): ragged N (the last tile's rows of C^T), ragged
+# Forced (64xWsw): ragged N (the last tile's rows of C^T), ragged
 # M (C^T's last columns past M), a batch, more tiles than SMs, one k-block.
 SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, None), (100, 9000, 72, None),
                       (130, 200, 520, None), (64, 72, 64, 2), (1, 4096, 64, None)]
@@ -667,7 +679,6 @@ SLAB_FORCED_SHAPES = [(64, 1000, 136, None), (33, 264, 200, 3), (70, 136, 72, No
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_rule(monkeypatch, dtype, layout):
-    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
     for M, N, K, nn, nt in SLAB_RULE_SHAPES:
         if layout == "TN" and M % 8:
             continue  # (no TMA for a column-major A)
@@ -676,20 +687,19 @@ def test_slab_rule(monkeypatch, dtype, layout):
         assert slab_width(dtype, M, N, layout, rule=True) == rule, (M, N)
         a, b = make_operands(M, N, K, dtype, "cuda", layout)
         assert kernel_name(a, b) == expected_name(dtype, M, N, layout, K=K), (M, N, K)
-        for setting, want in (("0", None), ("1", rule)):
+        # without them (the choice without the one-slab tiles, by name), and the rule's
+        for want in (None, rule):
             with monkeypatch.context() as m:
-                m.setenv("TILED_SM90_SLAB", setting)
                 if want is None:
-                    assert kernel_name(a, b) == expected_name(dtype, M, N, layout, K=K, slab=False), (M, N, K)
+                    without = expected_name(dtype, M, N, layout, K=K, slab=False)
+                    force(m, without)
+                    assert kernel_name(a, b) == without, (M, N, K)
                     assert "_64x" not in kernel_name(a, b)
                     continue
+                force(m, want + "sw")
                 assert kernel_name(a, b) == variant_name(dtype, want + "sw", layout), (M, N, K)
-                check_swapped(m, a, b, dtype, (M, N, K, None), layout, bias=True, exact_bias=M % 2 == 0)
-    # A schedule setting leaves them out; TT never has them.
-    a, b = make_operands(64, 4096, 1024, dtype, "cuda", layout)
-    with monkeypatch.context() as m:
-        m.setenv("TILED_SM90_SPLITK", "0")
-        assert "_64x" not in kernel_name(a, b)
+                check_swapped(a, b, dtype, (M, N, K, None), layout, bias=True, exact_bias=M % 2 == 0)
+    # TT never has them.
     a, b = make_operands(64, 4096, 1024, dtype, "cuda", "TT")
     assert slab_width(dtype, 64, 4096, "TT") is None and "_64x" not in kernel_name(a, b)
 
@@ -700,7 +710,6 @@ def test_slab_over_skinny(monkeypatch, dtype, layout):
     # Dispatch prefers one-slab tiles to the skinny kernel for M <= 64 where
     # they apply (M <= 16, and M <= 32 past a wave of tile rows, only with a
     # K-major B); they have no split, so the same bits every run.
-    monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     nt = layout == "NT"
     # (M, N, K, batch, want): batches too (tile rows count every batch: 4 x
     # 4096 / 64 = 256 > 132), from K = 256; 64x1000: 16 tile rows of N, 4
@@ -730,22 +739,17 @@ def test_slab_over_skinny(monkeypatch, dtype, layout):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_forced(monkeypatch, dtype, layout, width):
-    monkeypatch.setenv("TILED_SKINNY_MAXM", "0")
-    monkeypatch.setenv("TILED_SM90_SLAB", str(width))
+    force(monkeypatch, f"64x{width}sw")
     check_forced_swapped(monkeypatch, dtype, layout, SLAB_FORCED_SHAPES, f"64x{width}",
                          lambda name: "_64x" not in name, tn=True)
 
 
-def check_as_called(monkeypatch, a, b, dtype, shape, layout):
-    """A problem on one-slab tiles as called: the default epilogue (register
-    vector stores; TMA boxes for 64 columns) against the checked stores
-    (same bits, nothing written past a tile), close to the reference; exact
-    on small integers when not batched."""
+def check_as_called(a, b, dtype, shape, layout):
+    """A problem on one-slab tiles as called (register vector stores; TMA
+    boxes for 64 columns): close to the reference (a poisoned output:
+    nothing unwritten); exact on small integers when not batched."""
     M, N, K, batch = shape
-    bias_t = rand((N,), dtype, "cuda")
-    vec, checked = vec_and_checked(monkeypatch, a, b, bias_t, dtype)
-    assert_close_rel(vec, reference(a, b, bias_t), dtype)
-    assert torch.equal(vec, checked), shape
+    check(a, b, dtype)
     if batch is None:
         exact_check(M, N, K, dtype, layout, bias=N % 2 == 0)
 
@@ -765,19 +769,16 @@ def test_slab_as_called_rule(monkeypatch, dtype, layout):
         assert kernel_name(a, b) == expected_name(dtype, M, N, layout, K=K), (M, N, K)
         if want is not None:
             assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N, K)
-            check_as_called(monkeypatch, a, b, dtype, (M, N, K, None), layout)
-            with monkeypatch.context() as m:
-                m.setenv("TILED_SM90_SLAB", "0")
-                assert "_64x" not in kernel_name(a, b), (M, N, K)
+            check_as_called(a, b, dtype, (M, N, K, None), layout)
+            with monkeypatch.context() as m:  # without them, by name
+                without = expected_name(dtype, M, N, layout, K=K, slab=False)
+                force(m, without)
+                assert kernel_name(a, b) == without and "_64x" not in without, (M, N, K)
     a, b = make_operands(4096, 64, 1024, dtype, "cuda", "TT")
     assert slab_width_as_called(dtype, 4096, 64, "TT") is None and "_64x" not in kernel_name(a, b)
-    a, b = make_operands(4096, 64, 1024, dtype, "cuda", layout)
-    with monkeypatch.context() as m:  # a schedule setting leaves them out
-        m.setenv("TILED_SM90_SPLITK", "0")
-        assert "_64x" not in kernel_name(a, b)
 
 
-# Forced (TILED_SM90_SLAB=W) with M > N: ragged M (the last tile's rows),
+# Forced (64xW) with M > N: ragged M (the last tile's rows),
 # ragged N (the last tile's columns, N % 8 == 0), a batch, more tiles than
 # SMs, one k-block; N % 8 != 0 (no 16-byte rows of C) runs as before.
 SLAB_AS_CALLED_SHAPES = [(1000, 64, 136, None), (264, 40, 200, 3), (136, 72, 72, None), (9000, 104, 72, None),
@@ -788,15 +789,16 @@ SLAB_AS_CALLED_SHAPES = [(1000, 64, 136, None), (264, 40, 200, 3), (136, 72, 72,
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_slab_as_called_forced(monkeypatch, dtype, layout, width):
-    monkeypatch.setenv("TILED_SM90_SLAB", str(width))
     for M, N, K, batch in SLAB_AS_CALLED_SHAPES:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        if layout == "TT" or N % 8:
+        if layout == "TT" or N % 8:  # the rules
+            monkeypatch.delenv("TILED_CONFIG", raising=False)
             assert "_64x" not in kernel_name(a, b), (M, N, K, batch)
             check(a, b, dtype)
             continue
+        force(monkeypatch, f"64x{width}")
         assert kernel_name(a, b) == variant_name(dtype, f"64x{width}", layout), (M, N, K, batch)
-        check_as_called(monkeypatch, a, b, dtype, (M, N, K, batch), layout)
+        check_as_called(a, b, dtype, (M, N, K, batch), layout)
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
@@ -804,7 +806,6 @@ def test_slab_as_called_over_skinny(monkeypatch, dtype):
     # Dispatch prefers the one-slab tiles as called to the skinny kernel
     # (which would run a small N swapped) where they apply: NN, NT, TN (not
     # TT), batches from K = 256; no split, so the same bits every run.
-    monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
     for M, N, K, batch, layout, want in ((4096, 64, 256, None, "NT", "64x32"), (4096, 32, 256, None, "NT", "64x16"),
                                          (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", "64x64"),
                                          (4096, 16, 256, None, "NN", None), (4096, 48, 256, None, "NN", "64x64"),
@@ -839,10 +840,9 @@ L2_STREAM_CASES = [(1, 4096, 4096, None, "NN", torch.bfloat16, "skinny_"),
                    (3, 4096, 1000, 3, "NN", torch.bfloat16, "")]
 
 
-def test_l2_stream_same_bits(monkeypatch):
-    # The cache policy moves no data: off (TILED_L2_STREAM=0), by the rule,
-    # or forced on both operands ("ab"), the same bits and the right answer.
-    monkeypatch.delenv("TILED_SKINNY_MAXM")  # (set for every other test here)
+def test_l2_stream_rule():
+    # The cache policy moves no data: the right answer, and the same bits on
+    # a second run.
     for M, N, K, batch, layout, dtype, name_part in L2_STREAM_CASES:
         with tf32_mode(dtype == torch.float32):
             a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
@@ -850,17 +850,10 @@ def test_l2_stream_same_bits(monkeypatch):
                 b = b[0]  # broadcast over the batch
             assert name_part in kernel_name(a, b), (M, N, K, kernel_name(a, b))
             bias = rand((N,), dtype, "cuda")
-            outs = []
-            for setting in ("0", None, "ab"):
-                if setting is None:
-                    monkeypatch.delenv("TILED_L2_STREAM", raising=False)
-                else:
-                    monkeypatch.setenv("TILED_L2_STREAM", setting)
-                outs.append(gemm(a, b, bias))
+            out = gemm(a, b, bias)
             tol = TF32_TOL if dtype == torch.float32 else None
-            assert_close_rel(outs[0], reference(a, b, bias), dtype, tol)
-            for out in outs[1:]:
-                assert torch.equal(out, outs[0]), (M, N, K, batch, layout)
+            assert_close_rel(out, reference(a, b, bias), dtype, tol)
+            assert torch.equal(gemm(a, b, bias), out), (M, N, K, batch, layout)
 
 
 def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):
@@ -871,16 +864,11 @@ def test_tf32_nt_swapped_for_waves(tf32, monkeypatch):
         a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
         assert tile_problem(torch.float32, M, N, "NT", batch or 1, K) == (N, M), (M, N, K, batch)
         assert kernel_name(a, b) == expected_name(torch.float32, M, N, "NT", batch or 1, K), (M, N, K, batch)
-        bias = rand((N,), torch.float32, "cuda")
-        tma, checked = outputs_under(monkeypatch, a, b, bias, torch.float32, {}, {"TILED_SM90_TMA_EPILOGUE": "0"})
-        assert_close_rel(tma, reference(a, b, bias), torch.float32, TF32_TOL)
-        assert torch.equal(tma, checked), (M, N, K, batch)
+        check(a, b, torch.float32, tol=TF32_TOL)
     a, b = make_operands(4096, 4104, 72, torch.float32, "cuda", "NT")
     assert kernel_name(a, b) == variant_name(torch.float32, "128x256", "NT")
-    for env in ("TILED_SM90_SWAP", "TILED_SM90_TF32_SWAP_NT"):  # =0: as called
-        with monkeypatch.context() as m:
-            m.setenv(env, "0")
-            assert kernel_name(a, b) == variant_name(torch.float32, "128x256c2", "NT"), env
+    force(monkeypatch, "128x256c2")  # as called, by name
+    assert kernel_name(a, b) == variant_name(torch.float32, "128x256c2", "NT")
 
 
 def test_f32_without_tf32_is_not_hopper():
@@ -1030,63 +1018,64 @@ def test_float64_is_not_hopper():
 
 
 
-# ------------------------------------------------------------------ opt-in: 2-CTA clusters, B multicast
+# ------------------------------------------------------------------ forced: 2-CTA clusters, B multicast
 
 def cluster_name(dtype, M, N, layout, batch=1):
-    # TILED_SM90_CLUSTER=2 puts every cooperative 128x256 choice in clusters.
+    # The rules' cooperative 128x256 choice, in clusters.
     return expected_name(dtype, M, N, layout, batch).replace("128x256_", "128x256c2_")
 
 
-@pytest.fixture
-def cluster2(monkeypatch):
-    # Read by hopper.cu on every call (getenv), so this flips it for the test only.
-    monkeypatch.setenv("TILED_SM90_CLUSTER", "2")
-    yield
+def force_cluster(monkeypatch, dtype, M, N, layout, batch=1):
+    """Forces cluster_name (read on every call, so for the test only) and returns it."""
+    name = cluster_name(dtype, M, N, layout, batch)
+    force(monkeypatch, name)
+    return name
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_cluster_exact(cluster2, dtype, layout):
+def test_cluster_exact(monkeypatch, dtype, layout):
     M, N, K = LARGE
     a, b = make_operands(M, N, 8, dtype, "cuda", layout)
-    assert kernel_name(a, b) == cluster_name(dtype, M, N, layout)
+    assert kernel_name(a, b) == force_cluster(monkeypatch, dtype, M, N, layout)
     exact_check(M, N, K, dtype, layout)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_cluster_edges(cluster2, dtype, layout):
+def test_cluster_edges(monkeypatch, dtype, layout):
     # Odd tile-row count (the pair's second CTA runs a tile wholly past M),
     # ragged N and K, batches, and several waves of tile pairs.
     for M, N, K, batch in [(296, 11264, 200, None), (296, 5624, 72, 2), (4096, 4096, 1032, None)]:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        assert kernel_name(a, b) == cluster_name(dtype, M, N, layout, batch or 1), (M, N, K, batch)
+        want = force_cluster(monkeypatch, dtype, M, N, layout, batch or 1)
+        assert kernel_name(a, b) == want, (M, N, K, batch)
         check(a, b, dtype)
 
 
 @pytest.mark.parametrize("layout", TF32_LAYOUTS)
-def test_cluster_tf32(cluster2, tf32, layout):
+def test_cluster_tf32(monkeypatch, tf32, layout):
     # tf32 takes clusters for cooperative 128x256 tiles only (NN: tiles over
     # C^T, so its shapes are given transposed).
     M, N, K = LARGE
     a, b = make_operands(M, N, 8, torch.float32, "cuda", layout)
-    assert kernel_name(a, b) == cluster_name(torch.float32, M, N, layout)
+    assert kernel_name(a, b) == force_cluster(monkeypatch, torch.float32, M, N, layout)
     assert "c2_" in kernel_name(a, b)
     exact_check(M, N, K, torch.float32, layout)
     for M, N, K, batch in [(296, 11264, 200, None), (296, 5624, 72, 2), (4096, 4096, 1032, None)]:
         if layout == "NN":
             M, N = N, M
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
-        assert kernel_name(a, b) == cluster_name(torch.float32, M, N, layout, batch or 1), (M, N, K, batch)
+        want = force_cluster(monkeypatch, torch.float32, M, N, layout, batch or 1)
+        assert kernel_name(a, b) == want, (M, N, K, batch)
         assert "c2_" in kernel_name(a, b)
         check(a, b, torch.float32, tol=TF32_TOL)
 
 
-# ------------------------------------------------------------------ opt-in variants (env switches, read per call)
+# ------------------------------------------------------------------ forced variants (by name, read per call)
 #
-# TILED_SM90_SCHEDULE=pingpong  128x128 tiles, one per consumer warpgroup, alternating
-# TILED_SM90_SPLITK=auto|2|4|8  split K over a cluster of CTAs, DSMEM reduction in fixed order
-# TILED_SM90_GROUPM=g           tile rows per raster group (default 8)
+# 128x128pp[c2]     128x128 tiles, one per consumer warpgroup, alternating
+# 128x128sk2/4/8    split K over a cluster of CTAs, DSMEM reduction in fixed order
 
 def variant_name(dtype, variant, layout):
     return f"sm90_{TAG[dtype]}_{variant}_{layout.lower()}"
@@ -1094,7 +1083,7 @@ def variant_name(dtype, variant, layout):
 
 @pytest.fixture
 def pingpong(monkeypatch):
-    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
+    force(monkeypatch, "128x128pp")
     yield
 
 
@@ -1144,8 +1133,9 @@ def test_pingpong_tf32(pingpong, tf32):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_pingpong_cluster(pingpong, cluster2, dtype, layout):
+def test_pingpong_cluster(monkeypatch, dtype, layout):
     # Ping-pong inside 2-CTA clusters with B multicast (odd tile-row counts too).
+    force(monkeypatch, "128x128ppc2")
     M, N, K = LARGE
     a, b = make_operands(M, N, 8, dtype, "cuda", layout)
     assert kernel_name(a, b) == variant_name(dtype, "128x128ppc2", layout)
@@ -1161,12 +1151,10 @@ def test_pingpong_deterministic(pingpong, dtype):
 
 
 def expected_split(M, N, K, setting, dtype=torch.bfloat16, batch=1):
-    """Mirror of hopper.cu's TILED_SM90_SPLITK choice: the split factor, or 0."""
+    """The split a setting of S ways (2, 4, 8) comes to on K's k-blocks
+    (halved until it fits them), or 0: the 128x128sk{S} that runs."""
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
-    tiles = cdiv(M, 128) * cdiv(N, 128) * batch
     kb = cdiv(K, 32 if dtype == torch.float32 else 64)
-    if setting == "auto":  # S = 2 when the tiles fill <= half the SMs, >= 32 k-blocks
-        return 2 if tiles * 2 <= num_sms() and kb >= 32 else 0
     v = int(setting)
     s = 8 if v >= 8 else 4 if v >= 4 else 2 if v >= 2 else 0
     while s > kb:
@@ -1180,16 +1168,25 @@ SPLIT_SHAPES = [  # (M, N, K, batch)
 ]
 
 
-@pytest.mark.parametrize("setting", ["2", "4", "8", "auto"])
+def force_split(monkeypatch, M, N, K, setting, dtype, batch=1):
+    """Forces the split expected_split gives (where it gives one) and returns it."""
+    s = expected_split(M, N, K, setting, dtype, batch)
+    if s:
+        force(monkeypatch, f"128x128sk{s}")
+    else:
+        monkeypatch.delenv("TILED_CONFIG", raising=False)
+    return s
+
+
+@pytest.mark.parametrize("setting", ["2", "4", "8"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_splitk(monkeypatch, setting, dtype, layout):
-    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
     for M, N, K, batch in SPLIT_SHAPES:
         if layout[0] == "T" and M % 8:
             continue
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        s = expected_split(M, N, K, setting, dtype, batch or 1)
+        s = force_split(monkeypatch, M, N, K, setting, dtype, batch or 1)
         if s:
             assert kernel_name(a, b) == variant_name(dtype, f"128x128sk{s}", layout), (M, N, K, batch)
         check(a, b, dtype)
@@ -1197,32 +1194,8 @@ def test_splitk(monkeypatch, setting, dtype, layout):
     for M, N, K in [(128, 512, 1024), (16, 4096, 4096), (131, 264, 600)]:
         if layout[0] == "T" and M % 8:
             continue
+        force_split(monkeypatch, M, N, K, setting, dtype)
         exact_check(M, N, K, dtype, layout)
-
-
-def test_splitk_auto_picks(monkeypatch):
-    # Opt-in "auto": S = 2 where the 128x128 tiles fill <= half the SMs and K
-    # has >= 32 k-blocks.  Unset: 128x64 tiles, their K split in two where
-    # they fill <= half the SMs (one-slab tiles off: 16x4096 would take them),
-    # unless the tile rows outnumber the tile columns (4096x128).
-    monkeypatch.setenv("TILED_SM90_SLAB", "0")
-    for M, N, K, unset in [(16, 4096, 4096, "128x64sk2"), (128, 4096, 4096, "128x64sk2"),
-                           (256, 4096, 4096, "128x64"), (200, 1000, 2048, "128x64sk2"), (4096, 128, 4096, "128x64")]:
-        a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
-        monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
-        assert kernel_name(a, b) == variant_name(torch.bfloat16, unset, "NN"), (M, N, K)
-        assert kernel_name(a, b) == expected_name(torch.bfloat16, M, N, "NN", K=K, slab=False)
-        monkeypatch.setenv("TILED_SM90_SPLITK", "auto")
-        assert expected_split(M, N, K, "auto") == 2, (M, N, K)
-        assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x128sk2", "NN")
-        check(a, b, torch.bfloat16)
-    # too few k-blocks per CTA (1024^3: 16), or enough tiles: no split
-    for M, N, K in [(1024, 1024, 1024), (4096, 4096, 4096), (2048, 2048, 2048)]:
-        a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
-        assert "sk" not in kernel_name(a, b), (M, N, K)
-    monkeypatch.setenv("TILED_SM90_SPLITK", "0")  # off
-    a, b = make_operands(128, 4096, 4096, torch.bfloat16, "cuda", "NN")
-    assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x64", "NN")  # few tiles, no split
 
 
 def test_wave_cost_schedule():
@@ -1238,291 +1211,27 @@ def test_wave_cost_schedule():
 
 
 def test_splitk_tf32(monkeypatch, tf32):
-    for setting in ["2", "4", "8", "auto"]:
-        monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    for setting in ["2", "4", "8"]:
         for M, N, K, batch in SPLIT_SHAPES:
+            if (M, N, K) == (16, 4096, 1024):
+                continue  # (runs swapped, C^T = B^T A^T: no name splits it as called)
             a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
-            s = expected_split(M, N, K, setting, torch.float32, batch or 1)
+            s = force_split(monkeypatch, M, N, K, setting, torch.float32, batch or 1)
             if s:
                 assert kernel_name(a, b) == variant_name(torch.float32, f"128x128sk{s}", "NT")
             check(a, b, torch.float32, tol=TF32_TOL)
 
 
-@pytest.mark.parametrize("setting", ["2", "8", "auto"])
+@pytest.mark.parametrize("setting", ["2", "8"])
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_splitk_deterministic(monkeypatch, setting, dtype):
-    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
+    force(monkeypatch, f"128x128sk{setting}")
     a, b = make_operands(128, 4096, 4096, dtype, "cuda", "NT")
     bias = rand((4096,), dtype, "cuda")
-    assert "sk" in kernel_name(a, b)
+    assert kernel_name(a, b) == variant_name(dtype, f"128x128sk{setting}", "NT")
     first = gemm(a, b, bias)
     for _ in range(5):
         assert torch.equal(gemm(a, b, bias), first)
-
-
-@pytest.mark.parametrize("group", ["1", "3", "64"])
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_groupm(monkeypatch, group, dtype):
-    monkeypatch.setenv("TILED_SM90_GROUPM", group)
-    for layout in LAYOUTS:
-        for M, N, K in [LARGE, (4096, 2048, 128), (1000, 3000, 136)]:
-            exact_check(M, N, K, dtype, layout)
-    a, b = make_operands(640, 520, 72, dtype, "cuda", "NN", batch=3)
-    check(a, b, dtype)
-
-
-# ------------------------------------------------------------------ opt-in: TILED_SM90_SMALLM=1
-# Cooperative consumer warpgroups whose 64-row slab is wholly past M wait on /
-# release every stage but issue no wgmma and store nothing; M <= 64 is kept off
-# the automatic ping-pong.  Same kernels (a runtime argument), same names.
-
-@pytest.fixture
-def smallm(monkeypatch):
-    monkeypatch.setenv("TILED_SM90_SMALLM", "1")
-    monkeypatch.setenv("TILED_SM90_SLAB", "0")  # (128-row tiles: their idle slabs are the point)
-
-
-SMALLM_SHAPES = [  # (M, N, K, batch); N, K multiples of 8 (TMA strides without staging)
-    (1, 8, 8, None), (8, 4096, 1024, None), (16, 1000, 1032, None), (33, 504, 520, None), (64, 520, 200, None),
-    (65, 264, 136, None),  # slab 1 of the only tile row is live (row 64)
-    (136, 200, 72, None),  # tile row 1: slab 0 live, slab 1 idle
-    (300, 264, 600, None),  # tile row 2: slab 1 idle; ragged K
-    (16, 264, 136, 3), (72, 200, 520, 4),
-]
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smallm(smallm, dtype, layout):
-    for M, N, K, batch in SMALLM_SHAPES:
-        if layout[0] == "T" and M % 8:
-            continue  # column-major A needs M % 8 == 0 for TMA
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, batch or 1, dtype), layout), (
-            M, N, K, batch)
-        check(a, b, dtype, bias=(M % 2 == 0))
-    # exact (small integers), several k-blocks and tiles per CTA
-    for M, N, K in [(16, 4096, 1024), (64, 520, 600), (136, 264, 200), (8, 34048, 128)]:
-        if layout[0] == "T" and M % 8:
-            continue
-        exact_check(M, N, K, dtype, layout)
-
-
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smallm_padded_views(smallm, dtype):
-    for layout in LAYOUTS:
-        for M, N, K in [(1, 8, 8), (63, 129, 65), (67, 509, 521), (129, 255, 65), (131, 257, 137)]:
-            a = padded(M, K, dtype, layout[0])
-            b = padded(K, N, dtype, layout[1])
-            check(a, b, dtype, bias=(M % 2 == 1))
-
-
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smallm_wide_one_tile_row(smallm, dtype):
-    # 266 tiles of 128x128 in one tile row: cooperative, no clusters (they
-    # pair tile rows), slab 1 idle in every tile.
-    M, N, K = 16, 34048, 200
-    a, b = make_operands(M, N, K, dtype, "cuda", "NN")
-    assert kernel_name(a, b) == variant_name(dtype, expected_tile(M, N, 1, dtype), "NN")
-    assert "c2" not in kernel_name(a, b)
-    check(a, b, dtype)
-    a, b = make_operands(65, N, K, dtype, "cuda", "NN")  # M > 64: the default choice
-    assert kernel_name(a, b) == variant_name(dtype, expected_tile(65, N, 1, dtype), "NN")
-    check(a, b, dtype)
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smallm_cluster_odd_rows(smallm, monkeypatch, dtype, layout):
-    # 3 tile rows of 128x256 in 2-CTA clusters: the pair's second CTA of tile
-    # rows (2, 3) is wholly past M (both warpgroups idle, still loading and
-    # multicasting its half of B); tile row 2's second slab is idle too.
-    monkeypatch.setenv("TILED_SM90_CLUSTER", "2")
-    monkeypatch.setenv("TILED_SM90_SCHEDULE", "cooperative")
-    M, N, K = 296, 8192, 136  # M % 8 == 0: column-major A runs unstaged
-    a, b = make_operands(M, N, K, dtype, "cuda", layout)
-    assert kernel_name(a, b) == variant_name(dtype, "128x256c2", layout)
-    check(a, b, dtype)
-    exact_check(M, N, K, dtype, layout)
-
-
-@pytest.mark.parametrize("setting", ["2", "4", "auto"])
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smallm_splitk(smallm, monkeypatch, setting, dtype, layout):
-    # The combination to measure for decode shapes: split-K clusters whose
-    # CTAs each run one live slab.
-    monkeypatch.setenv("TILED_SM90_SPLITK", setting)
-    for M, N, K, batch in [(16, 4096, 1024, None), (64, 1000, 1000, None), (136, 264, 520, None),
-                           (16, 264, 1032, 3)]:
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        s = expected_split(M, N, K, setting, dtype, batch or 1)
-        if s:
-            assert kernel_name(a, b) == variant_name(dtype, f"128x128sk{s}", layout), (M, N, K, batch)
-        check(a, b, dtype)
-    exact_check(16, 4096, 4096, dtype, layout)
-
-
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smallm_explicit_pingpong(smallm, monkeypatch, dtype):
-    # An explicit ping-pong schedule ignores the skip (each warpgroup owns all 128 rows).
-    monkeypatch.setenv("TILED_SM90_SCHEDULE", "pingpong")
-    for M, N, K in [(16, 4096, 520), (136, 1000, 200)]:
-        a, b = make_operands(M, N, K, dtype, "cuda", "NT")
-        assert kernel_name(a, b) == variant_name(dtype, "128x128pp", "NT")
-        check(a, b, dtype)
-
-
-def test_smallm_tf32(smallm, tf32):
-    for M, N, K, batch in SMALLM_SHAPES:
-        a, b = make_operands(M, N, K, torch.float32, "cuda", "NT", batch=batch)
-        assert kernel_name(a, b).startswith("sm90_tf32"), (M, N, K, batch)
-        check(a, b, torch.float32, tol=TF32_TOL)
-
-
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smallm_deterministic(smallm, dtype):
-    a, b = make_operands(16, 4096, 4096, dtype, "cuda", "NT")
-    bias = rand((4096,), dtype, "cuda")
-    first = gemm(a, b, bias)
-    for _ in range(3):
-        assert torch.equal(gemm(a, b, bias), first)
-
-
-# ------------------------------------------------------------------ epilogues: TMA, vector, checked stores
-# A C whose rows are 16-byte aligned is stored by TMA from shared memory
-# (every tile but 128x192's; edges clipped by TMA).  Otherwise interior
-# tiles with 4-column-aligned C store 4 consecutive columns per lane after a
-# lane-pair exchange; edge tiles keep the checked stores.
-# TILED_SM90_TMA_EPILOGUE=0 turns TMA off, TILED_SM90_VEC_EPILOGUE=0 forces
-# the checked stores everywhere: all must give the same bits, for every
-# schedule and layout.
-
-VEC_CASES = [  # (M, N, K, batch, env)
-    (256, 512, 200, None, {}),  # 128x128 cooperative, all interior
-    (300, 1000, 136, None, {}),  # ragged M and N: interior and edge tiles in one launch
-    (2048, 2048, 136, None, {}),  # cooperative 128x256, one wave
-    (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "pingpong"}),  # ping-pong without clusters
-    (4096, 4096, 72, None, {}),  # ping-pong in 2-CTA clusters
-    (777, 14336, 64, None, {}),  # cooperative 128x256 with an odd tile-row count
-    (2048, 2048, 136, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),  # 128x256c2
-    (600, 1032, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
-    (200, 1002, 72, None, {}),  # N % 4 == 2: shared-memory stores against checked ones
-    (256, 516, 200, None, {}),  # N % 8 == 4: bf16 rows not 16-byte aligned, no TMA
-    (1000, 1032, 1000, None, {"TILED_SM90_STREAMK": "1"}),  # stream-K owners store by TMA
-    (1536, 1536, 136, None, {}),  # 128x192: register stores
-    # TMA-stored boxes with several tiles per CTA (each warpgroup's two box
-    # buffers reused from tile to tile): 128x256c2 with 9 k-blocks and with
-    # one; 128x256 with idle slabs (rows past M: that warpgroup's mainloop
-    # is empty); 128x256 without clusters, batched (240 tiles).
-    (4096, 4096, 520, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
-    (4096, 4096, 64, None, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "2"}),
-    (777, 14336, 200, None, {"TILED_SM90_SMALLM": "1"}),
-    (2000, 1032, 136, 3, {"TILED_SM90_SCHEDULE": "cooperative", "TILED_SM90_CLUSTER": "1"}),
-]
-
-
-def outputs_under(monkeypatch, a, b, bias, dtype, *settings):
-    """gemm(a, b, bias) under each dict of settings in turn (on top of the
-    current environment), each output poisoned first."""
-    numel = a.shape[-2] * b.shape[-1] * (a.shape[0] if a.dim() == 3 else b.shape[0] if b.dim() == 3 else 1)
-    outs = []
-    for env in settings:
-        with monkeypatch.context() as m:
-            for k, v in env.items():
-                m.setenv(k, v)
-            outs.append(run_poisoned(lambda: gemm(a, b, bias), numel, dtype, "cuda")[0])
-    return outs
-
-
-def vec_and_checked(monkeypatch, a, b, bias, dtype):
-    """The output with the default epilogue (TMA stores where C's rows are
-    16-byte aligned) and the output with TILED_SM90_VEC_EPILOGUE=0 (checked
-    stores everywhere); also asserts that TILED_SM90_TMA_EPILOGUE=0
-    (register vector stores) gives the same bits."""
-    vec, regs, checked = outputs_under(monkeypatch, a, b, bias, dtype, {}, {"TILED_SM90_TMA_EPILOGUE": "0"},
-                                       {"TILED_SM90_VEC_EPILOGUE": "0"})
-    assert torch.equal(vec, regs)
-    return vec, checked
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_vec_epilogue_matches_scalar(monkeypatch, dtype, layout):
-    for M, N, K, batch, env in VEC_CASES:
-        with monkeypatch.context() as m:
-            for k, v in env.items():
-                m.setenv(k, v)
-            a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-            bias = rand((N,), dtype, "cuda")
-            assert kernel_name(a, b).startswith("sm90_"), (M, N, K)
-            vec, scalar = vec_and_checked(monkeypatch, a, b, bias, dtype)
-            assert_close_rel(vec, reference(a, b, bias), dtype)
-            assert torch.equal(vec, scalar), (M, N, K, batch, env)
-
-
-@pytest.mark.parametrize("layout", TF32_LAYOUTS)
-def test_vec_epilogue_tf32(tf32, monkeypatch, layout):
-    # fp32 output: 16-byte stores; NN: C^T's tiles transposed into TMA boxes
-    # or stored element by element (128x64, 128x256, ragged, a batch).
-    for M, N, K, batch in [(256, 512, 96, None), (300, 1000, 136, None), (2048, 2048, 64, None),
-                           (1000, 1000, 200, None), (136, 264, 520, 3)]:
-        a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
-        assert kernel_name(a, b).endswith("_" + layout.lower()), (M, N, K, kernel_name(a, b))
-        bias = rand((N,), torch.float32, "cuda")
-        vec, checked = vec_and_checked(monkeypatch, a, b, bias, torch.float32)
-        assert_close_rel(vec, reference(a, b, bias), torch.float32, TF32_TOL)
-        assert torch.equal(vec, checked), (M, N, K)
-    exact_check(2048, 2048, 256, torch.float32, layout)
-
-
-# ------------------------------------------------------------------ C not 4-column aligned
-# Each consumer warp passes its rows through shared memory and stores them
-# row by row; TILED_SM90_SMEM_EPILOGUE=0 gives the checked fragment-order
-# stores instead: same bits, every schedule, layout and edge.
-
-SMEM_EPI_CASES = [  # (M, N, K, batch, env), N % 4 != 0
-    (256, 509, 200, None, {}),  # 128x64 tiles, ragged last tile column
-    (300, 1001, 136, None, {}),  # ragged M and N
-    (2048, 2046, 136, None, {}),  # 128x256, N % 4 == 2
-    (1536, 1535, 200, None, {}),  # 128x192
-    (4096, 4095, 72, None, {}),  # 2-CTA clusters
-    (2048, 2047, 136, None, {"TILED_SM90_SCHEDULE": "pingpong"}),  # two 64-row slabs per warpgroup
-    (600, 1031, 72, 3, {"TILED_SM90_SCHEDULE": "pingpong", "TILED_SM90_CLUSTER": "2"}),  # batched
-    (1000, 1001, 1000, None, {"TILED_SM90_STREAMK": "1"}),  # stream-K owners store
-]
-
-
-def smem_and_checked(monkeypatch, M, N, K, batch, env, dtype, layout, bias=True):
-    with monkeypatch.context() as m:
-        for k, v in env.items():
-            m.setenv(k, v)
-        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        bias_t = rand((N,), dtype, "cuda") if bias else None
-        assert "sm90_" in kernel_name(a, b), (M, N, K, kernel_name(a, b))
-        out, checked = outputs_under(m, a, b, bias_t, dtype, {}, {"TILED_SM90_SMEM_EPILOGUE": "0"})
-    return out, checked, reference(a, b, bias_t)
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_smem_epilogue_matches_checked(monkeypatch, dtype, layout):
-    for i, (M, N, K, batch, env) in enumerate(SMEM_EPI_CASES):
-        out, checked, ref = smem_and_checked(monkeypatch, M, N, K, batch, env, dtype, layout, bias=i % 2 == 0)
-        assert_close_rel(out, ref, dtype)
-        assert torch.equal(out, checked), (M, N, K, batch, env)
-    exact_check(300, 1001, 136, dtype, layout)
-    exact_check(1536, 1535, 200, dtype, layout, bias=False)
-
-
-def test_smem_epilogue_tf32(tf32, monkeypatch):
-    # fp32 output: 128 contiguous bytes per warp store.
-    for M, N, K, batch, env in [(300, 1001, 136, None, {}), (1536, 1535, 200, None, {}), (2048, 2047, 64, None, {}),
-                                (200, 1003, 96, 2, {}), (1000, 1001, 1000, None, {"TILED_SM90_STREAMK": "1"})]:
-        out, checked, ref = smem_and_checked(monkeypatch, M, N, K, batch, env, torch.float32, "NT")
-        assert_close_rel(out, ref, torch.float32, TF32_TOL)
-        assert torch.equal(out, checked), (M, N, K, batch, env)
-    exact_check(2048, 2047, 256, torch.float32, "NT")
 
 
 def check_config_shapes(shapes, dtype, layout, variant, exact=True):
@@ -1552,14 +1261,14 @@ NARROW_SPLIT_SHAPES = [(128, 4096, 4096, None), (100, 1000, 2048, None), (200, 2
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_narrow_splitk(monkeypatch, dtype, layout):
-    monkeypatch.setenv("TILED_SM90_SLAB", "0")  # (100x1000 would run on 64x24 one-slab tiles)
+    force(monkeypatch, "128x64sk2")  # (100x1000 would run on 64x24 one-slab tiles)
     check_config_shapes(NARROW_SPLIT_SHAPES, dtype, layout, "128x64sk2", exact=False)
     exact_check(128, 1000, 2048, dtype, layout)
     exact_check(200, 264, 2120, dtype, layout, bias=False)
 
 
 def test_narrow_splitk_tf32_and_bits(tf32, monkeypatch):
-    monkeypatch.setenv("TILED_SM90_SLAB", "0")  # (128x4096 16-bit would run on 64x64 one-slab tiles)
+    force(monkeypatch, "128x64sk2")  # (128x4096 16-bit would run on 64x64 one-slab tiles)
     check_config_shapes([(128, 1000, 2048, None), (100, 2000, 1000, None)], torch.float32, "NT", "128x64sk2",
                         exact=False)
     exact_check(128, 1000, 2048, torch.float32, "NT")
@@ -1580,16 +1289,15 @@ N192_SHAPES = [(1536, 1536, 1032, None), (640, 4096, 136, None), (768, 1000, 520
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_n192_tiles(monkeypatch, dtype, layout):
     # (NN and NT would run 1536^2 and 640x4096 swapped on 128x144 / 128x160 tiles)
-    monkeypatch.setenv("TILED_SM90_SWAP_WIDTH", "0")
+    force(monkeypatch, "128x192")
     check_config_shapes(N192_SHAPES, dtype, layout, "128x192")
     # Forced on a full grid: several persistent tiles per CTA (176 tiles),
-    # ring phases carried across tiles; and forced off.
-    monkeypatch.setenv("TILED_SM90_N192", "1")
+    # ring phases carried across tiles; and 128x256 instead.
     a, b = make_operands(2048, 2048, 136, dtype, "cuda", layout)
     assert kernel_name(a, b) == variant_name(dtype, "128x192", layout)
     check(a, b, dtype)
     exact_check(2048, 2048, 136, dtype, layout)
-    monkeypatch.setenv("TILED_SM90_N192", "0")
+    force(monkeypatch, "128x256")
     a, b = make_operands(1536, 1536, 64, dtype, "cuda", layout)
     assert kernel_name(a, b) == variant_name(dtype, "128x256", layout)
 
@@ -1597,7 +1305,7 @@ def test_n192_tiles(monkeypatch, dtype, layout):
 def test_n192_tiles_tf32(tf32, monkeypatch):
     check_config_shapes(N192_SHAPES, torch.float32, "NT", "128x192", exact=False)
     exact_check(1536, 1536, 256, torch.float32, "NT")
-    monkeypatch.setenv("TILED_SM90_N192", "1")
+    force(monkeypatch, "128x192")
     a, b = make_operands(2048, 2048, 136, torch.float32, "cuda", "NT")
     assert kernel_name(a, b) == variant_name(torch.float32, "128x192", "NT")
     check(a, b, torch.float32, tol=TF32_TOL)
@@ -1612,7 +1320,7 @@ def test_narrow_tiles(monkeypatch, dtype, layout):
     # several tiles per CTA when the 128x64 tiles outnumber the SMs.
     check_config_shapes([(256, 512, 1032, None), (300, 200, 136, None), (1024, 1024, 1000, None),
                          (136, 264, 520, 3), (640, 1000, 72, None)], dtype, layout, "128x64")
-    monkeypatch.setenv("TILED_SM90_NARROW", "0")
+    force(monkeypatch, "128x128")
     a, b = make_operands(256, 512, 256, dtype, "cuda", layout)
     assert kernel_name(a, b) == variant_name(dtype, "128x128", layout)
 
@@ -1625,9 +1333,9 @@ def test_narrow_tiles_tf32(tf32):
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_narrow_tiles_forced(monkeypatch, dtype):
-    # TILED_SM90_NARROW=1: 128x64 tiles on a full grid (several persistent
-    # tiles per CTA, ring phases carried across tiles).
-    monkeypatch.setenv("TILED_SM90_NARROW", "1")
+    # Forced: 128x64 tiles on a full grid (several persistent tiles per
+    # CTA, ring phases carried across tiles).
+    force(monkeypatch, "128x64")
     for layout in LAYOUTS:
         a, b = make_operands(2048, 2048, 136, dtype, "cuda", layout)
         assert kernel_name(a, b) == variant_name(dtype, "128x64", layout)
@@ -1635,17 +1343,18 @@ def test_narrow_tiles_forced(monkeypatch, dtype):
         exact_check(1536, 1536, 200, dtype, layout)
 
 
-# ------------------------------------------------------------------ stream-K (TILED_SM90_STREAMK=1)
+# ------------------------------------------------------------------ stream-K (forced by name)
 
 def expected_streamk_tile(M, N, K, batch=1, dtype=torch.bfloat16):
-    """The tile with TILED_SM90_STREAMK=1."""
+    """The tile with stream-K on wherever the tile allows it."""
     return expected_tile(M, N, batch, dtype, K, streamk=True)
 
 
-@pytest.fixture
-def streamk(monkeypatch):
-    monkeypatch.setenv("TILED_SM90_STREAMK", "1")
-    yield
+def force_streamk(monkeypatch, M, N, K, batch=1, dtype=torch.bfloat16):
+    """Forces expected_streamk_tile and returns it."""
+    tile = expected_streamk_tile(M, N, K, batch, dtype)
+    force(monkeypatch, tile)
+    return tile
 
 
 # (M, N, K, batch): pieces per tile from ~8 (few tiles, deep K: each owner
@@ -1663,53 +1372,59 @@ STREAMK_SHAPES = [
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_streamk_exact(streamk, dtype, layout):
+def test_streamk_exact(monkeypatch, dtype, layout):
     # Small integers: every partial sum is exact, so the pieces must add up
     # to the reference bit for bit (a lost, doubled or misplaced piece shows).
     for M, N, K in [(256, 512, 4096), (1536, 1536, 1536), (129, 4096, 1032)]:
-        assert expected_streamk_tile(M, N, K, 1, dtype).endswith("streamk"), (M, N, K)
+        assert force_streamk(monkeypatch, M, N, K, 1, dtype).endswith("streamk"), (M, N, K)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout)
+        assert kernel_name(a, b) == variant_name(dtype, expected_streamk_tile(M, N, K, 1, dtype), layout)
         exact_check(M, N, K, dtype, layout)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_streamk_random(streamk, dtype, layout):
+def test_streamk_random(monkeypatch, dtype, layout):
     for M, N, K, batch in STREAMK_SHAPES:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
-        want = expected_streamk_tile(M, N, K, batch or 1, dtype)
+        want = force_streamk(monkeypatch, M, N, K, batch or 1, dtype)
         assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N, K, batch)
         check(a, b, dtype, bias=(M % 2 == 0))
 
 
 @pytest.mark.parametrize("layout", TF32_LAYOUTS)
-def test_streamk_tf32(streamk, tf32, layout):
+def test_streamk_tf32(monkeypatch, tf32, layout):
     for M, N, K, batch in STREAMK_SHAPES:
         a, b = make_operands(M, N, K, torch.float32, "cuda", layout, batch=batch)
         want = expected_name(torch.float32, M, N, layout, batch or 1, K, streamk=True)
+        force(monkeypatch, want.split("_")[2])
         assert kernel_name(a, b) == want, (M, N, K, batch)
         check(a, b, torch.float32, tol=TF32_TOL)
 
 
-def test_streamk_whole_tiles_after(streamk, monkeypatch):
-    # 3.5 waves of 128x256 tiles (464 on 132 SMs), clusters off: one full
+def test_streamk_whole_tiles_after(monkeypatch):
+    # 3.5 waves of 128x256 tiles (464 on 132 SMs), no clusters: one full
     # wave and the partial one in stream-K pieces, two waves of whole tiles
     # after them.
-    monkeypatch.setenv("TILED_SM90_CLUSTER", "1")
+    force(monkeypatch, "128x256streamk")
     M, N, K = 128 * 29 - 5, 4096, 1000
-    assert expected_tile(M, N, 1, torch.bfloat16, K) == "128x256c2"  # without the cluster switch
+    assert expected_tile(M, N, 1, torch.bfloat16, K) == "128x256c2"  # the rules' choice
     a, b = make_operands(M, N, K, torch.bfloat16, "cuda", "NN")
     assert kernel_name(a, b) == variant_name(torch.bfloat16, "128x256streamk", "NN")
     check(a, b, torch.bfloat16)
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_streamk_deterministic(streamk, dtype):
+def test_streamk_deterministic(monkeypatch, dtype):
+    force_streamk(monkeypatch, 1536, 1536, 4096, 1, dtype)
     assert_deterministic(1536, 1536, 4096, dtype, "streamk_nt", runs=3)
 
 
-def test_streamk_cuda_graph(streamk):
+def test_streamk_cuda_graph(monkeypatch):
     # The flags are reset by a memset node before every replay.
+    force_streamk(monkeypatch, 1536, 1536, 1536)
     a, b = make_operands(1536, 1536, 1536, torch.bfloat16, "cuda", "NN")
+    assert "streamk" in kernel_name(a, b)
     want = gemm(a, b)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -1730,8 +1445,6 @@ def test_streamk_cuda_graph(streamk):
 def test_deep_k_defaults(monkeypatch, dtype):
     # Few tiles and a deep K (>= 128 k-blocks): split-K over 8-CTA clusters
     # for <= 11 tiles of 128x128, stream-K up to a quarter of the SMs.
-    monkeypatch.delenv("TILED_SM90_STREAMK", raising=False)
-    monkeypatch.delenv("TILED_SM90_SPLITK", raising=False)
     for M, N, K, kind in [(1536, 1536, 1536, "128x144sw_"), (256, 256, 8192, "sk8"), (384, 384, 8192, "sk8"),
                           (256, 256, 8128, "128x64sk2_"), (512, 512, 8192, "streamk"), (256, 1024, 8200, "streamk"),
                           (1000, 1000, 8192, "128x64_")]:
@@ -1739,9 +1452,9 @@ def test_deep_k_defaults(monkeypatch, dtype):
         assert kind in kernel_name(a, b), (M, N, K)
         assert kernel_name(a, b) == expected_name(dtype, M, N, "NT", 1, K), (M, N, K)
         check(a, b, dtype)
-    monkeypatch.setenv("TILED_SM90_STREAMK", "0")  # the 128x64 tiles split K in two instead
+    force(monkeypatch, "128x64sk2")  # without stream-K: the 128x64 tiles split K in two
     a, b = make_operands(512, 512, 8192, dtype, "cuda", "NT")
     assert kernel_name(a, b) == variant_name(dtype, "128x64sk2", "NT")
-    monkeypatch.setenv("TILED_SM90_SPLITK", "0")
+    force(monkeypatch, "128x64")  # without a split
     a, b = make_operands(256, 256, 8192, dtype, "cuda", "NT")
     assert kernel_name(a, b) == variant_name(dtype, "128x64", "NT")

@@ -31,23 +31,23 @@ def tf32_rounded(x, nearest=True):
     return (bits & ~0x1FFF).view(torch.float32).reshape(x.shape)
 
 
-# (name, env switches, M, N, K, layout, batch, kernel-name fragment)
+# (name, environment (a configuration forced by name), M, N, K, layout,
+# batch, kernel-name fragment)
 CASES = [
     ("coop_256_c2", {}, 4096, 4096, 256, "NT", None, "128x256c2"),
-    ("coop_256", {"TILED_SM90_CLUSTER": "1"}, 4096, 4096, 256, "NT", None, "128x256_"),
+    ("coop_256", {"TILED_CONFIG": "128x256"}, 4096, 4096, 256, "NT", None, "128x256_"),
     ("narrow_128x64", {}, 1024, 1024, 2048, "NT", None, "128x64"),
-    ("tile_128x128", {"TILED_SM90_CLUSTER": "1"}, 640, 1152, 512, "NT", None, None),
+    ("tile_128x64_640", {"TILED_CONFIG": "128x64"}, 640, 1152, 512, "NT", None, "128x64_"),
     ("tile_192", {}, 1536, 1536, 512, "NN", None, "128x192"),
-    ("streamk", {"TILED_SM90_STREAMK": "1"}, 1536, 4096, 2048, "NT", None, "streamk"),
-    ("splitk", {"TILED_SM90_SPLITK": "2"}, 128, 1024, 4096, "NT", None, "sk2"),
-    ("pingpong", {"TILED_SM90_SCHEDULE": "pingpong"}, 1024, 1024, 512, "NT", None, "pp"),
+    ("streamk", {"TILED_CONFIG": "128x128streamk"}, 1536, 4096, 2048, "NT", None, "128x128streamk"),
+    ("splitk", {"TILED_CONFIG": "128x128sk2"}, 128, 1024, 4096, "NT", None, "128x128sk2"),
+    ("pingpong", {"TILED_CONFIG": "128x128pp"}, 1024, 1024, 512, "NT", None, "128x128pp"),
     ("nn_swapped", {}, 1000, 1032, 777, "NN", None, None),
     ("tt_register_a", {}, 1024, 1040, 520, "TT", None, None),
     ("tn_staged", {}, 512, 520, 1000, "TN", None, "staged"),
     ("nt_small_m", {}, 48, 4096, 1024, "NT", None, None),
     ("batched", {}, 256, 264, 520, "NT", 3, None),
     ("edges", {}, 130, 200, 77, "NT", None, None),
-    ("smallm_idle_slab", {"TILED_SM90_SMALLM": "1", "TILED_SM90_SLAB": "0"}, 200, 1024, 1024, "NT", None, None),
 ]
 
 

@@ -21,17 +21,18 @@ def test_table_name():
     assert tune.table_name("  A100-SXM4 (80GB) ") == "A100-SXM4-80GB.tsv"
 
 
-def rec(key, rules_ms, alt_ms, torch_ms=1.0, ok=True, alt="TILED_X=1", extra=None):
-    settings = {"-": "k_rules", alt: "k_alt", **(extra or {})}
-    return {"key": key, "settings": settings, "ms": {"k_rules": rules_ms, "k_alt": alt_ms, "torch": torch_ms},
-            "ok": {"k_rules": True, "k_alt": ok}}
+def rec(key, rules_ms, alt_ms, torch_ms=1.0, ok=True, alt="k_alt", kernel="k_alt"):
+    """A raw record: candidate configuration -> kernel, kernel -> time."""
+    settings = {"-": "k_rules", alt: kernel}
+    return {"key": key, "settings": settings, "ms": {"k_rules": rules_ms, kernel: alt_ms, "torch": torch_ms},
+            "ok": {"k_rules": True, kernel: ok}}
 
 
 def test_build_table_picks_a_consistent_winner():
     # 10% faster on both GEMMs of the class: kept, with its numbers
     t = tune.build_table([rec("c1", 1.0, 0.9), rec("c1", 2.0, 1.8)])
     s, gain, worst, n, before, after = t["c1"]
-    assert s == "TILED_X=1" and n == 2 and gain == pytest.approx(1 / 0.9) and worst == pytest.approx(1 / 0.9)
+    assert s == "k_alt" and n == 2 and gain == pytest.approx(1 / 0.9) and worst == pytest.approx(1 / 0.9)
     assert before == pytest.approx((1.0 * 0.5) ** 0.5) and after > before
 
 
@@ -39,10 +40,8 @@ def test_build_table_leaves_out_what_does_not_pay():
     assert tune.build_table([rec("c", 1.0, 0.99)]) == {}  # below MIN_GAIN
     assert tune.build_table([rec("c", 1.0, 0.5), rec("c", 1.0, 1.1)]) == {}  # one GEMM slower than MAX_LOSS
     assert tune.build_table([rec("c", 1.0, 0.5, ok=False)]) == {}  # a wrong output is never chosen
-    # a setting not offered for every GEMM of the class is not a candidate
-    r2 = rec("c", 1.0, 0.5)
-    del r2["settings"]["TILED_X=1"]
-    assert tune.build_table([rec("c", 1.0, 0.5), r2]) == {}
+    # a configuration not timed for every GEMM of the class is not a candidate
+    assert tune.build_table([rec("c", 1.0, 0.5), rec("c", 1.0, 0.5, kernel="k_other")]) == {}
     # measured but nothing to choose (one kernel): no entry
     assert tune.build_table([{"key": "c", "settings": {"-": "k"}, "ms": {}, "ok": {}}]) == {}
 
@@ -51,7 +50,25 @@ def test_write_table_round_trip(tmp_path):
     path = tmp_path / "t.tsv"
     tune.write_table(str(path), tune.build_table([rec("gpu=X;m=1", 1.0, 0.8)]), "X", [])
     lines = [ln.split("\t") for ln in path.read_text().splitlines() if not ln.startswith("#")]
-    assert lines == [["gpu=X;m=1", "TILED_X=1", lines[0][2]]] and lines[0][2].startswith("gain 1.250")
+    assert lines == [["gpu=X;m=1", "k_alt", lines[0][2]]] and lines[0][2].startswith("gain 1.250")
+
+
+def test_build_table_reads_either_raw_format():
+    """Records of the older format (candidates named by switches) give the
+    configuration their kernel ran; a staging prefix is not part of it."""
+    old = rec("c", 1.0, 0.8, alt="TILED_SM90_SCHEDULE=pingpong", kernel="sm90_bf16_128x128pp_nn")
+    new = rec("c", 2.0, 1.6, alt="sm90_bf16_128x128pp_nn", kernel="staged_a+sm90_bf16_128x128pp_nn")
+    assert tune.build_table([old, new])["c"][0] == "sm90_bf16_128x128pp_nn"
+
+
+def test_config_env():
+    before = os.environ.get("TILED_CONFIG")
+    with tune.config_env("sm90_bf16_128x128pp_nt"):
+        assert os.environ["TILED_CONFIG"] == "sm90_bf16_128x128pp_nt"
+        with tune.config_env("-"):
+            assert "TILED_CONFIG" not in os.environ
+        assert os.environ["TILED_CONFIG"] == "sm90_bf16_128x128pp_nt"
+    assert os.environ.get("TILED_CONFIG") == before
 
 
 def test_cpu_has_nothing_to_tune():
@@ -78,8 +95,9 @@ def shipped_table():
 
 @pytest.mark.skipif(shipped_table() is None, reason="needs a GPU with a shipped dispatch table")
 def test_dispatch_runs_the_table(monkeypatch):
-    """Every corpus GEMM whose class has an entry runs that entry's kernel
-    (the same as its switches set by hand), and a switch set by hand wins."""
+    """Every corpus GEMM whose class has an entry runs that entry's
+    configuration where it can (the same as forcing it by hand), and a
+    configuration forced by hand wins."""
     from torch_tiled_gemm import bench
 
     table = shipped_table()
@@ -95,11 +113,11 @@ def test_dispatch_runs_the_table(monkeypatch):
                 if key not in table:
                     continue
                 got = torch.ops.tiled.gemm_kernel_name(a, b)
-                with tune.settings_env(table[key]):
+                with tune.config_env(table[key]):
                     assert torch.ops.tiled.gemm_kernel_name(a, b) == got, (e["id"], dname, table[key])
-                # any switch set by hand (here the default raster group) leaves the choice to the
+                # a name forced by hand that runs nowhere (here the CPU's) leaves the choice to the
                 # rules, which differ from the table's entry on some GEMMs of its class (those timed)
-                with tune.settings_env("TILED_SM90_GROUPM=8"):
+                with tune.config_env("cpu_blocked_baseline"):
                     differ += torch.ops.tiled.gemm_kernel_name(a, b) != got
                 seen += 1
         finally:

@@ -7,9 +7,11 @@ GEMMs and writes the per-GPU dispatch table shipped in the package.
 
 For each GEMM of the corpus's tuning part (torch_tiled_gemm/corpus.py; the
 held-out part is never timed here) and each dtype, the extension names the
-GEMM's dispatch class and the settings worth timing for it
-(torch.ops.tiled.gemm_tuning: the families' switches, "-" for the rules'
-own choice).  Settings that pick the same kernel are timed once.  The
+GEMM's dispatch class and the configurations worth timing for it
+(torch.ops.tiled.gemm_tuning: configuration names, "-" for the rules' own
+choice), each forced in turn through TILED_CONFIG.  Names that pick the
+same kernel (a name that cannot run the GEMM picks the rules' one) are
+timed once.  The
 distinct kernels and torch.matmul are timed in interleaved rounds (do_bench
 medians with L2 flushed, the order rotating every round) on fresh random
 operands, and every output is compared with torch's.  Each GEMM's
@@ -17,11 +19,15 @@ measurements are appended to the raw file (JSON lines) as soon as they
 exist, so a run cut short resumes where it stopped.
 
 The table is then rebuilt from every raw measurement of this GPU: per
-class, the setting with the best geometric mean speedup over the rules'
-choice across the class's GEMMs, kept only where that mean reaches MIN_GAIN
+class, the configuration (the kernel name, less a "staged_*+" prefix) with
+the best geometric mean speedup over the rules' choice across the class's
+GEMMs, kept only where that mean reaches MIN_GAIN
 and no GEMM of the class gets slower than MAX_LOSS; classes where the rules
 already win get no line.  Dispatch reads the table at run time
 (csrc/cuda/autotune.h); docs/dispatch.md describes the whole loop.
+Raw files of the older format (candidates keyed by the run-time switch
+settings that the configuration names replaced) are read the same way: the
+table is built from the kernels they timed.
 """
 import argparse
 import contextlib
@@ -39,7 +45,6 @@ MAX_LOSS = 0.98  # ... and slow none of them below this
 # Relative difference from torch.matmul's output above which a kernel's
 # output is suspect (both are approximations of the same product).
 TOL = {"tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2}
-SWITCH_PREFIXES = ("TILED_SM90_", "TILED_SKINNY_")
 
 
 def table_name(gpu):
@@ -58,26 +63,29 @@ def default_table(gpu):
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables", table_name(gpu))
 
 
-def parse_settings(text):
-    """"A=1,B=2" ("-" or "": none), as the table and the extension spell a setting, as a dict."""
-    return dict(kv.split("=", 1) for kv in text.split(",")) if text not in ("", "-") else {}
-
-
 @contextlib.contextmanager
-def settings_env(setting):
-    """The switches of one setting ("A=1,B=2" or a dict) in the environment
-    for the block (the extension reads them on every call)."""
-    pairs = parse_settings(setting) if isinstance(setting, str) else dict(setting)
-    saved = {k: os.environ.get(k) for k in pairs}
-    os.environ.update(pairs)
+def config_env(config):
+    """TILED_CONFIG set to `config` (a configuration name, or a comma list)
+    for the block; "-", "" or None: unset, the rules' own choice (the
+    extension reads it on every call)."""
+    saved = os.environ.get("TILED_CONFIG")
+    if config in (None, "", "-"):
+        os.environ.pop("TILED_CONFIG", None)
+    else:
+        os.environ["TILED_CONFIG"] = config
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        if saved is None:
+            os.environ.pop("TILED_CONFIG", None)
+        else:
+            os.environ["TILED_CONFIG"] = saved
+
+
+def config_of(kernel):
+    """The configuration a kernel name runs: the name less a staging prefix
+    ("staged_a+sm90_bf16_128x128_nn" -> "sm90_bf16_128x128_nn")."""
+    return kernel.split("+")[-1]
 
 
 def _geomean(xs):
@@ -85,8 +93,9 @@ def _geomean(xs):
 
 
 def measure(entry, dname, rounds):
-    """One corpus GEMM in one dtype: its class, each setting's kernel, each
-    kernel's median time and whether its output agrees with torch's."""
+    """One corpus GEMM in one dtype: its class, each candidate configuration's
+    kernel, each kernel's median time and whether its output agrees with
+    torch's."""
     from . import bench
 
     dtype = bench.DTYPES[dname]
@@ -94,7 +103,7 @@ def measure(entry, dname, rounds):
     key, *cands = torch.ops.tiled.gemm_tuning(a, b)
     kernel_of = {}
     for s in cands:
-        with settings_env(s):
+        with config_env(s):
             kernel_of[s] = torch.ops.tiled.gemm_kernel_name(a, b)
     kernels = list(dict.fromkeys(kernel_of.values()))
     rec = {"id": entry["id"], "dtype": dname, "key": key, "set": entry["set"], "part": entry["part"],
@@ -106,7 +115,7 @@ def measure(entry, dname, rounds):
     ref = torch.matmul(a, b)
     ref_norm = ref.double().norm().item() or 1.0
     for k in kernels:
-        with settings_env(first[k]):
+        with config_env(first[k]):
             out = torch.ops.tiled.gemm(a, b)
         rec["ok"][k] = bool((out.double() - ref.double()).norm().item() / ref_norm <= TOL[dname])
     runs = {k: [] for k in kernels + ["torch"]}
@@ -117,15 +126,17 @@ def measure(entry, dname, rounds):
             if k == "torch":
                 runs[k].append(bench.time_ms(lambda: torch.matmul(a, b), "cuda"))
             else:
-                with settings_env(first[k]):
+                with config_env(first[k]):
                     runs[k].append(bench.time_ms(lambda: torch.ops.tiled.gemm(a, b), "cuda"))
     rec["ms"] = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
     return rec
 
 
 def build_table(records):
-    """{class key: (setting, gain, worst, count, ratio rules -> chosen vs torch)} for
-    the classes whose best setting passes MIN_GAIN / MAX_LOSS."""
+    """{class key: (configuration, gain, worst, count, ratio rules -> chosen vs
+    torch)} for the classes whose best configuration passes MIN_GAIN /
+    MAX_LOSS.  Works from the kernels each record timed, so records of the
+    older format (candidates named by switches) count as well."""
     by_key = {}
     for r in records:
         if r["ms"]:
@@ -133,21 +144,25 @@ def build_table(records):
     table = {}
     for key, recs in sorted(by_key.items()):
         rules = [r["settings"]["-"] for r in recs]
-        # settings offered for every GEMM of the class, whose kernels all agreed with torch
-        common = set.intersection(*(set(r["settings"]) for r in recs)) - {"-"}
+        # per GEMM, configuration -> the kernel timed for it, where that agreed with torch
+        timed = [{config_of(k): k for k in r["ms"] if k != "torch" and r["ok"].get(k, False)} for r in recs]
+        common = set.intersection(*(set(t) for t in timed))
+        # A table entry applies to its class's own layout: a configuration of
+        # another (one that ran on a copy staged for it) cannot be reproduced.
+        layout = dict(kv.split("=", 1) for kv in key.split(";") if "=" in kv).get("layout")
+        if layout:
+            common = {c for c in common if c.endswith("_" + layout)}
         best = None
-        for s in sorted(common):
-            if not all(r["ok"].get(r["settings"][s], False) for r in recs):
-                continue
-            gains = [r["ms"][rk] / r["ms"][r["settings"][s]] for r, rk in zip(recs, rules)]
+        for c in sorted(common):
+            gains = [r["ms"][rk] / r["ms"][t[c]] for r, rk, t in zip(recs, rules, timed)]
             g = _geomean(gains)
             if best is None or g > best[1]:
-                best = (s, g, min(gains))
+                best = (c, g, min(gains))
         if best and best[1] >= MIN_GAIN and best[2] >= MAX_LOSS:
-            s = best[0]
+            c = best[0]
             before = _geomean([r["ms"]["torch"] / r["ms"][rk] for r, rk in zip(recs, rules)])
-            after = _geomean([r["ms"]["torch"] / r["ms"][r["settings"][s]] for r in recs])
-            table[key] = (s, best[1], best[2], len(recs), before, after)
+            after = _geomean([r["ms"]["torch"] / r["ms"][t[c]] for r, t in zip(recs, timed)])
+            table[key] = (c, best[1], best[2], len(recs), before, after)
     return table
 
 
@@ -157,7 +172,7 @@ def write_table(path, table, gpu, records):
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     with open(path, "w") as f:
         f.write(f"# Dispatch table for {gpu}: python -m torch_tiled_gemm.tune, {stamp}, from {n} corpus GEMMs\n")
-        f.write("# (the tuning part; docs/dispatch.md).  class key <TAB> setting <TAB> what it measured:\n")
+        f.write("# (the tuning part; docs/dispatch.md).  class key <TAB> configuration <TAB> what it measured:\n")
         f.write(f"# geomean speedup over the rules' choice (>= {MIN_GAIN}), the worst GEMM's (>= {MAX_LOSS}),\n")
         f.write("# the class's GEMMs, and their geomean torch.matmul time / ours before -> after.\n")
         for key, (s, g, worst, count, before, after) in table.items():
@@ -190,13 +205,14 @@ def main(argv=None):
     p.add_argument("--table-only", action="store_true", help="rebuild the table from the raw file, time nothing")
     args = p.parse_args(argv)
 
-    # The rules' own choice is what every setting is measured against: the
-    # shipped table must not stand in for it, nor must switches set by hand.
-    # (TILED_DISABLE_KERNELS is read once per process: set before any GEMM.)
+    # The rules' own choice is what every configuration is measured against:
+    # the shipped table must not stand in for it, nor a configuration forced
+    # by hand or a user's autotuning cache.  (TILED_DISABLE_KERNELS is read
+    # once per process: set before any GEMM.)
     dis = [d for d in os.environ.get("TILED_DISABLE_KERNELS", "").split(",") if d]
     os.environ["TILED_DISABLE_KERNELS"] = ",".join(dis + ["table"])
-    for k in [k for k in os.environ if k.startswith(SWITCH_PREFIXES)]:
-        del os.environ[k]
+    for k in ("TILED_CONFIG", "TILED_AUTOTUNE_CACHE"):
+        os.environ.pop(k, None)
     from . import corpus
     import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
 

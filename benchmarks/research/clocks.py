@@ -2,10 +2,11 @@
 segments of one process (sampled by nvidia-smi in the background).
 
     python benchmarks/research/clocks.py --cases 4096x4096x4096 8192x8192x8192 [--dtype bf16] [--secs 2] [--out DIR] \
-        [--variants "ours:-" "c1:TILED_SM90_CLUSTER=1"]
+        [--variants "ours:-" "c1:128x256"]
 
-Each case runs ours (each variant: dispatch switches set for its segments,
-as in explore.py) and torch.matmul in turn, 3 segments each of --secs
+Each case runs ours (each variant: its configuration forced by name for
+its segments, as in explore.py; "c1:128x256" the 128x256 tiles without the
+2-CTA cluster) and torch.matmul in turn, 3 segments each of --secs
 seconds, in two modes: "flushed" (every call after the 256 MB L2 flush that
 do_bench uses, the kernel timed by CUDA events: the benchmark's protocol) and
 "back-to-back" (no flush, the GPU as busy as it gets).  A sample of

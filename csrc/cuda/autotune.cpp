@@ -1,4 +1,4 @@
-// The autotuning cache: class keys, candidate settings, the file.  The timing
+// The autotuning cache: class keys, candidate configurations, the file.  The timing
 // itself is in dispatch.cu, which owns the kernel choice.
 #include "autotune.h"
 
@@ -33,7 +33,7 @@ Cache& cache() {
   return *c;
 }
 
-// The lines of the file at `path` that parse, key -> setting (a later line
+// The lines of the file at `path` that parse, key -> configuration (a later line
 // for the same key wins); empty when the file cannot be read.
 std::map<std::string, Settings> read_entries(const char* path) {
   std::map<std::string, Settings> entries;
@@ -55,7 +55,11 @@ std::map<std::string, Settings> read_entries(const char* path) {
     const size_t t1 = text.find('\t');
     const size_t t2 = t1 == std::string::npos ? t1 : text.find('\t', t1 + 1);
     if (t1 == std::string::npos || t2 == std::string::npos || t1 == 0) continue;
-    entries[text.substr(0, t1)] = parse_settings(text.substr(t1 + 1, t2 - t1 - 1));
+    const std::string config = text.substr(t1 + 1, t2 - t1 - 1);
+    // (A line of the older format, switches such as TILED_SM90_SCHEDULE=...
+    // that no longer exist, is skipped: such a class is tuned again.)
+    if (config.find('=') != std::string::npos) continue;
+    entries[text.substr(0, t1)] = parse_settings(config);
   }
   std::fclose(f);
   return entries;
@@ -107,47 +111,29 @@ std::string class_key(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 std::vector<Settings> candidates(const GemmProblem& p) {
-  std::vector<Settings> out{Settings{}};  // the automatic choice
+  std::vector<Settings> out{Settings{}};  // the rules' choice
   const bool half = p.dtype == DType::bf16 || p.dtype == DType::f16;
   const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
-  if (!half && !tf32) return out;  // strict fp32 / fp64: one kernel per shape
-  if (half && std::min(p.M, p.N) <= 128) {
-    // Small M or N: the skinny kernel's limit, K split and reduction, or the
-    // Hopper kernel instead.
-    out.push_back({{"TILED_SKINNY_MAXM", "0"}});
-    out.push_back({{"TILED_SKINNY_MAXM", "128"}});
-    for (const char* s : {"1", "2", "4", "8"}) out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_SPLITK", s}});
-    out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_CLUSTER", "0"}});
-    out.push_back({{"TILED_SKINNY_DEEP", "1"}});
-    out.push_back({{"TILED_SKINNY_MAXM", "128"}, {"TILED_SKINNY_DEEP", "1"}});
-    // The Hopper kernel's one-slab tiles (row-major A): off, or under their
-    // rule whatever the width (the skinny kernel off, so they can run).
-    if (p.a.row_major() && p.M <= 128) {
-      out.push_back({{"TILED_SM90_SLAB", "0"}});
-      out.push_back({{"TILED_SM90_SLAB", "1"}, {"TILED_SKINNY_MAXM", "0"}});
+  if (!half && !tf32) return out;  // strict fp32 / fp64: the rules
+  const int64_t small = std::min(p.M, p.N);
+  if (half && small <= 128) {
+    // Small M or N: the skinny kernel's configurations at the block height
+    // that covers the small side (in the orientation a forced one runs).
+    const int bm = small <= 16 ? 16 : small <= 32 ? 32 : 64;
+    const std::string height = std::to_string(bm) + "x128sk";
+    const std::string swap = p.M > 128 && p.N <= 128 ? "_swap" : "";
+    for (const std::string& n : skinny_config_list(p)) {
+      const bool this_swap = n.size() > 5 && n.compare(n.size() - 5, 5, "_swap") == 0;
+      if (n.find("_" + height) != std::string::npos && this_swap == !swap.empty()) out.push_back(Settings{n});
     }
   }
-  if (std::min(p.M, p.N) > 64) {
-    // The Hopper kernel's schedules (ignored where the problem goes elsewhere).
-    out.push_back({{"TILED_SM90_SCHEDULE", "cooperative"}});
-    out.push_back({{"TILED_SM90_SCHEDULE", "pingpong"}});
-    out.push_back({{"TILED_SM90_SCHEDULE", "cooperative"}, {"TILED_SM90_CLUSTER", "2"}});
-    if (half) out.push_back({{"TILED_SM90_SCHEDULE", "pingpong"}, {"TILED_SM90_CLUSTER", "2"}});
-    // K split over clusters (the automatic one is S = 2 where tiles are few).
-    for (const char* s : {"0", "2", "4"}) out.push_back({{"TILED_SM90_SPLITK", s}});
-    // Stream-K over the last partial wave (cooperative tiles without clusters).
-    out.push_back({{"TILED_SM90_STREAMK", "1"}});
-    out.push_back({{"TILED_SM90_STREAMK", "1"}, {"TILED_SM90_CLUSTER", "1"}});
-    // 128x192 tiles forced on / off, and register stores instead of TMA stores.
-    out.push_back({{"TILED_SM90_N192", "1"}});
-    out.push_back({{"TILED_SM90_N192", "0"}});
-    out.push_back({{"TILED_SM90_TMA_EPILOGUE", "0"}});
-    // The swapped problem (C^T = B^T A^T on 128x256 tiles) forced on / off.
-    out.push_back({{"TILED_SM90_SWAP", "1"}});
-    out.push_back({{"TILED_SM90_SWAP", "0"}});
-    // 16-bit with a row-major A: swapped 128x144 ... 128x232 tiles, or none.
-    if (half && p.a.row_major())
-      for (const char* w : {"0", "144", "160", "176", "200", "208", "224", "232"}) out.push_back({{"TILED_SM90_SWAP_WIDTH", w}});
+  // The sm90 configurations: one-slab tiles (64xW) for a small side, the
+  // 128-row ones where both sides pass 64 (those that cannot run the
+  // problem as named are left out where a device is known: the overload
+  // below, dispatch.cu).
+  for (const std::string& n : hopper_config_list(p)) {
+    const bool slab = n.find("_64x") != std::string::npos;
+    if (slab ? small <= 128 : small > 64) out.push_back(Settings{n});
   }
   return out;
 }
@@ -166,7 +152,7 @@ Settings store(const char* path, const std::string& key, const Settings& s, doub
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   load_locked(c, path);
-  // First writer wins: a class's setting never changes within a process, so a
+  // First writer wins: a class's configuration never changes within a process, so a
   // workspace sized from one lookup fits the run that follows it.
   const auto it = c.entries.find(key);
   if (it != c.entries.end()) return it->second;

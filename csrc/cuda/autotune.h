@@ -2,34 +2,38 @@
 //
 // Off unless TILED_AUTOTUNE_CACHE names a file.  Then the first GEMM of each
 // problem class — (GPU name, dtype, TF32 allowed, layout, M/N/K rounded up
-// to powers of two, batched or not) — times every candidate setting for its
+// to powers of two, batched or not) — times every candidate configuration for its
 // class on the calling stream, keeps the fastest, appends it to the file, and
 // every later GEMM of the class runs it; a later process reads the file
-// back.  A candidate is a set of the families' run-time settings
-// (settings.h): the same variables that A/B benchmarks set in the
-// environment, e.g. TILED_SKINNY_SPLITK=4 or TILED_SM90_SCHEDULE=pingpong.
+// back.  A candidate is a configuration by name (settings.h, docs/
+// dispatch.md), e.g. sm90_bf16_128x128pp_nt or skinny_bf16_16x128sk4c_nt:
+// what TILED_CONFIG would force.
 // Nothing is tuned while the stream is being captured into a CUDA graph (the
 // class then runs the automatic choice until an eager call tunes it), and
-// the output always comes from one run of the chosen setting, so results are
+// the output always comes from one run of the chosen configuration, so results are
 // as deterministic as without tuning.
 //
-// File format: one line per class, "<key>\t<settings>\t<microseconds>";
-// '#' starts a comment; for a key seen twice the last line wins; lines that
-// do not parse are ignored.  Torch-free, host only.
+// File format: one line per class, "<key>\t<configuration>\t<microseconds>"
+// ("-": the rules' own choice); '#' starts a comment; for a key seen twice
+// the last line wins; lines that do not parse, and lines of the older
+// format (switches, NAME=value), are ignored.  Torch-free, host only.
 //
 // The dispatch table: the same format, measured offline on the corpus of
 // model GEMMs by `python -m torch_tiled_gemm.tune` (its third column says
 // what the entry gained there) and shipped in the package as
 // torch_tiled_gemm/tables/<GPU name with non-alphanumerics as '-'>.tsv, next
-// to the extension's shared library.  A class with an entry runs its setting;
-// a class without one runs the families' rules (dispatch.cu, hopper.cu).  A
-// user's autotuning cache, where on, comes first.
+// to the extension's shared library.  A class with an entry runs its
+// configuration wherever that can take the problem; a class without one
+// runs the families' rules (dispatch.cu, hopper.cu).  A configuration forced
+// by hand (TILED_CONFIG) comes first, then a user's autotuning cache, where
+// on.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "../gemm_problem.h"
 #include "dispatch.h"
+#include "hopper/hopper.h"
 #include "settings.h"
 
 namespace tiled {
@@ -42,9 +46,15 @@ const char* cache_path();
 // The problem's class, as written in the file.
 std::string class_key(const GemmProblem& p, const DeviceInfo& dev);
 
-// The settings worth timing for `p` (the first is always the automatic
-// choice, the empty set).  A single entry means there is nothing to tune.
+// The configurations worth timing for `p`, by full name (the first is
+// always the rules' choice, the empty name).  A single entry means there is
+// nothing to tune.  Some may not run `p` as named on a given device (they
+// are declined there, the rules' choice runs): the tuner times each kernel
+// once.
 std::vector<Settings> candidates(const GemmProblem& p);
+// The same on `dev`: only those that run `p` as named, each kernel once,
+// none that is the rules' own choice (dispatch.cu).
+std::vector<Settings> candidates(const GemmProblem& p, const DeviceInfo& dev);
 
 // The stored choice for `key` in the file at `path` (loaded on first use, and
 // again when the path changes); false if there is none.
@@ -53,10 +63,10 @@ bool lookup(const char* path, const std::string& key, Settings* out);
 // Remembers a choice and appends it to the file (best effort: a file that
 // cannot be written leaves the choice in memory only), unless the class
 // already has one (another thread tuned it first); returns the class's
-// setting.
+// configuration.
 Settings store(const char* path, const std::string& key, const Settings& s, double microseconds);
 
-// The shipped table's setting for `p`'s class on `dev` (the table for the
+// The shipped table's configuration for `p`'s class on `dev` (the table for the
 // GPU's name, loaded on first use); false where it has none.
 bool table_lookup(const GemmProblem& p, const DeviceInfo& dev, Settings* out);
 

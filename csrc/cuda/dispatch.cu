@@ -42,15 +42,8 @@ const char* simt_general_gemm(const GemmProblem& p, const DeviceInfo&, cudaStrea
 namespace {
 
 // TILED_DISABLE_KERNELS=hopper,sm80,simt_fast (read once) takes families out of
-// the choice: a way to bisect a suspected kernel bug, or to compare against
-// the fallback, without rebuilding.
-bool disabled(const char* family) {
-  static const std::string list = [] {
-    const char* v = std::getenv("TILED_DISABLE_KERNELS");
-    return std::string(",") + (v ? v : "") + ",";
-  }();
-  return list.find(std::string(",") + family + ",") != std::string::npos;
-}
+// the choice (settings.h).
+bool disabled(const char* family) { return kernel_disabled(family); }
 
 enum class Family { skinny, hopper, sm80, simt_fast, simt_general };
 
@@ -76,8 +69,7 @@ bool hopper_family_on(const DeviceInfo& dev) {
 // 64x8192 NN 0.84 / 0.91, NT 0.80 / 0.91; 48x8192 0.85 / 0.90; 64x6144 NN
 // 0.81 / 0.81, NT 0.78 / 0.80; at N = 4096 even or the other way
 // (64x4096x4096 NN 0.81-0.82 / 0.81, NT 0.79-0.81 / 0.81-0.83, 48x4096x4096
-// 0.81-0.82 / 0.78).  So from N = 6144, one batch, and not when
-// TILED_SKINNY_MAXM sets the skinny kernel's limit explicitly.  And rows
+// 0.81-0.82 / 0.78).  So from N = 6144, one batch.  And rows
 // up to 64 go to the Hopper kernel's one-slab tiles (64 x 8..64, hopper.cu's
 // slab_width) wherever those apply (N / 64 tile rows filling 1/4
 // to 1 wave, or past it; up to 32 rows only from tile rows for 2/5 of the
@@ -92,7 +84,7 @@ bool hopper_family_on(const DeviceInfo& dev) {
 // 32 x 1x4096x128 NT 0.95 / 0.92 (two k-blocks a tile; explore
 // c8bd9da-batched-smallm).
 bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
-  if ((p.M > 64 && p.N > 64) || setting("TILED_SKINNY_MAXM") || disabled("hopper")) return false;
+  if ((p.M > 64 && p.N > 64) || disabled("hopper")) return false;
   if (p.batch != 1) return p.K >= 256 && hopper_one_slab(p, dev);
   // A small N (the skinny kernel would run it swapped): the one-slab tiles
   // as called where they apply (NN, NT, TN: hopper.cu's
@@ -101,8 +93,24 @@ bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
   return hopper_one_slab(p, dev) || (p.M > 32 && p.N >= 6144 && hopper_can_run(p, dev));
 }
 
+// A configuration forced by name (TILED_CONFIG, or the table's or the
+// autotuner's choice) whose family can take `p` as named: that family, in
+// dispatch order where the list names several.
+bool forced_family(const GemmProblem& p, const DeviceInfo& dev, Family* f) {
+  const char* list = forced_config();
+  if (list == nullptr) return false;
+  if (!disabled("hopper") && hopper_config_forced(p, dev)) *f = Family::hopper;
+  else if (!disabled("skinny") && skinny_config_forced(p, dev)) *f = Family::skinny;
+  else if (!disabled("sm80") && sm80_config_forced(p, dev)) *f = Family::sm80;
+  else if (p.dtype == DType::f32 && !disabled("simt_fast") && simt_fast_config_forced(p, dev)) *f = Family::simt_fast;
+  else if (any_config_item(list, [](const std::string& n) { return n == "simt_general"; })) *f = Family::simt_general;
+  else return false;
+  return true;
+}
+
 Family choose(const GemmProblem& p, const DeviceInfo& dev) {
-  if (!disabled("hopper") && hopper_config_forced(p, dev)) return Family::hopper;  // TILED_CONFIG
+  Family forced;
+  if (forced_family(p, dev, &forced)) return forced;
   if (!disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev)) return Family::skinny;
   if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
   // Not yet measured against the alternatives below; on GPUs without the
@@ -196,12 +204,11 @@ StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
 // 0.90 -> 0.95.  An aligned copy of an unaligned row-major (K-contiguous) A
 // too, so that its k-tile rows are whole 32-byte sectors, lost what it cost
 // (a58ee68: 4095^3 NN 0.93 -> 0.91, NT 0.90 -> 0.88, 4097^3 0.95 -> 0.93).
-// TILED_SIMT_STAGE_B=0 reads both in place (A/B runs).
+// (TILED_DISABLE_KERNELS=staging reads both in place.)
 constexpr int64_t kMinSimtStagedM = 2048;
 StagingPlan simt_plan(const GemmProblem& p, const DeviceInfo& dev) {
   StagingPlan s;
-  if (choose(p, dev) != Family::simt_fast || std::min(p.M, p.N) < kMinStagedDim || !simt_fast_runs_large(p, dev) ||
-      setting_is("TILED_SIMT_STAGE_B", "0"))
+  if (choose(p, dev) != Family::simt_fast || std::min(p.M, p.N) < kMinStagedDim || !simt_fast_runs_large(p, dev))
     return s;
   const bool b_aligned_row = p.b.row_major() && operand_vec4_ok(p.b, p.batch);
   if (p.M >= kMinSimtStagedM && !b_aligned_row) s.b = stage_as(true, p.K, p.N, 4);
@@ -220,7 +227,7 @@ StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
 
 namespace {
 
-// The automatic choice under whatever settings are active (settings.h).
+// The choice under whatever configuration is forced (settings.h), else the rules'.
 size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_workspace_bytes(p, dev);
@@ -315,45 +322,52 @@ int time_candidates(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t st
   return best;
 }
 
-// The stored setting of p's class; false when autotuning is off or the class
-// has none yet.
+// A configuration forced by hand (TILED_CONFIG): it comes before the
+// autotuning cache and the table, which then step aside.
+bool forced_by_hand() {
+  const char* v = setting("TILED_CONFIG");
+  return v != nullptr && *v != '\0';
+}
+
+// The autotuning cache, unless a configuration is forced by hand.
+const char* tuning_cache() { return forced_by_hand() ? nullptr : autotune::cache_path(); }
+
+// The stored configuration of p's class; false when autotuning is off or
+// the class has none yet.
 bool stored_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
-  const char* path = autotune::cache_path();
+  const char* path = tuning_cache();
   return path && autotune::lookup(path, autotune::class_key(p, dev), out);
 }
 
-// The shipped dispatch table's setting of p's class (autotune.h); false
-// where it has none, where TILED_DISABLE_KERNELS names "table" (the rules
-// alone), and where a configuration (TILED_CONFIG) or a family's switch
-// (TILED_SM90_*, TILED_SKINNY_*) is set by hand: that is obeyed.
+// The shipped dispatch table's configuration of p's class (autotune.h);
+// false where it has none, where TILED_DISABLE_KERNELS names "table" (the
+// rules alone), and where a configuration is forced by hand: that is obeyed.
 bool table_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
-  if (disabled("table") || setting("TILED_CONFIG") || any_setting_with_prefix("TILED_SM90_") ||
-      any_setting_with_prefix("TILED_SKINNY_"))
-    return false;
+  if (disabled("table") || forced_by_hand()) return false;
   return autotune::table_lookup(p, dev, out);
 }
 
-// The setting p runs, if not the rules' own choice: with autotuning on, the
-// cache's (a class not in it yet is timed on its first call); else the
-// shipped table's.
+// The configuration p runs, if not the rules' own choice: with autotuning
+// on, the cache's (a class not in it yet is timed on its first call); else
+// the shipped table's.
 bool chosen_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
-  return autotune::cache_path() ? stored_setting(p, dev, out) : table_setting(p, dev, out);
+  return tuning_cache() ? stored_setting(p, dev, out) : table_setting(p, dev, out);
 }
 
 }  // namespace
 
 // With TILED_AUTOTUNE_CACHE set (autotune.h), the problem's class runs its
-// stored setting; an untuned class gets the largest workspace any candidate
-// needs and is timed on its first eager call.
+// stored configuration; an untuned class gets the largest workspace any
+// candidate needs and is timed on its first eager call.
 size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
   Settings chosen;
   if (chosen_setting(p, dev, &chosen)) {
     SettingsScope scope(&chosen);
     return workspace_untuned(p, dev);
   }
-  if (!autotune::cache_path()) return workspace_untuned(p, dev);  // the rules' choice
+  if (!tuning_cache()) return workspace_untuned(p, dev);  // the rules' choice
   size_t most = 0;
-  for (const Settings& c : autotune::candidates(p)) {
+  for (const Settings& c : autotune::candidates(p, dev)) {
     SettingsScope scope(&c);
     most = std::max(most, workspace_untuned(p, dev));
   }
@@ -361,30 +375,57 @@ size_t gemm_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
 }
 
 const char* gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
-  const char* path = autotune::cache_path();
+  const char* path = tuning_cache();
   Settings chosen;
   if (!path) {
     if (!table_setting(p, dev, &chosen)) return gemm_untuned(p, dev, stream, workspace);
   } else if (!autotune::lookup(path, autotune::class_key(p, dev), &chosen)) {
     const std::string key = autotune::class_key(p, dev);
-    const std::vector<Settings> cands = autotune::candidates(p);
+    const std::vector<Settings> cands = autotune::candidates(p, dev);
     if (cands.size() < 2 || capturing(stream)) return gemm_untuned(p, dev, stream, workspace);
     double us = 0;
     const int best = time_candidates(p, dev, stream, workspace, cands, &us);
     if (best < 0) return gemm_untuned(p, dev, stream, workspace);
     chosen = autotune::store(path, key, cands[best], us);
   }
-  // The output comes from one run of the chosen setting (the timed runs of
-  // the other candidates wrote it too, with other rounding).
+  // The output comes from one run of the chosen configuration (the timed
+  // runs of the other candidates wrote it too, with other rounding).
   SettingsScope scope(&chosen);
   if (workspace == nullptr && workspace_untuned(p, dev) > 0)
-    return "autotune: the stored setting needs a workspace that was not allocated (cache file changed?)";
+    return "autotune: the stored configuration needs a workspace that was not allocated (cache file changed?)";
   return gemm_untuned(p, dev, stream, workspace);
 }
 
 std::string build_mismatch(const DeviceInfo& dev) {
   return build_mismatch_message(compiled_archs(), dev.name, dev.sm_major, dev.sm_minor);
 }
+
+std::vector<std::string> config_list(const GemmProblem& p) {
+  std::vector<std::string> out = hopper_config_list(p);
+  for (auto* list : {&skinny_config_list, &sm80_config_list, &simt_fast_config_list})
+    for (std::string& n : (*list)(p)) out.push_back(std::move(n));
+  out.push_back("simt_general");
+  return out;
+}
+
+namespace autotune {
+
+std::vector<Settings> candidates(const GemmProblem& p, const DeviceInfo& dev) {
+  std::vector<Settings> out{Settings{}};
+  std::vector<std::string> seen{name_untuned(p, dev)};
+  for (const Settings& c : candidates(p)) {
+    if (c.empty()) continue;
+    SettingsScope scope(&c);
+    const std::string name = name_untuned(p, dev);
+    // Only where it runs as named, and once per kernel.
+    if (name != c.config || std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace autotune
 
 const char* gemm_kernel_name(const GemmProblem& p, const DeviceInfo& dev) {
   Settings chosen;

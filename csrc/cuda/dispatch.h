@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "../gemm_problem.h"
 
@@ -91,6 +92,21 @@ size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 // over the SMs), "simt_fast_streamk" (stream-K over the last wave) or
 // "simt_fast".
 const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev);
+// Configurations by name (docs/dispatch.md): each family's list for p's
+// dtype and layout, as X_config_name reports them (empty where the family
+// has none for that dtype), and whether the forced configuration list
+// (settings.h's forced_config: TILED_CONFIG, or the table's or the
+// autotuner's choice) names one of the family's that takes `p` as named.
+std::vector<std::string> simt_fast_config_list(const GemmProblem& p);
+bool simt_fast_config_forced(const GemmProblem& p, const DeviceInfo& dev);
+std::vector<std::string> skinny_config_list(const GemmProblem& p);
+bool skinny_config_forced(const GemmProblem& p, const DeviceInfo& dev);
+std::vector<std::string> sm80_config_list(const GemmProblem& p);
+bool sm80_config_forced(const GemmProblem& p, const DeviceInfo& dev);
+// Every family's list for p's dtype and layout, in dispatch order (sm90,
+// skinny, sm80, simt_fast, simt_general).
+std::vector<std::string> config_list(const GemmProblem& p);
+
 // Whether simt_fast takes `p` with its large (128-row block) config rather
 // than a sliced-K one for few tiles.
 bool simt_fast_runs_large(const GemmProblem& p, const DeviceInfo& dev);

@@ -1,9 +1,19 @@
-// Run-time settings of the kernel families (TILED_SKINNY_*, TILED_SM90_*):
-// environment variables that a scope on the calling thread may override.
-// The autotuner (autotune.h) times its candidates and runs its choice by
-// pushing such a scope, so a candidate is exactly what the same variables set
-// in the environment would select: one mechanism for A/B runs, tests and
-// tuning.  Torch-free, host only.
+// The three run-time switches and the configuration a call runs under.
+//
+//   TILED_CONFIG=name[,name...]   forces a configuration by name (as
+//       ttg.kernel_name reports it, e.g. sm90_bf16_128x128pp_nt, or its
+//       variant alone, 128x128pp; one name per family at most), wherever its
+//       kernel can take the problem (docs/dispatch.md);
+//   TILED_DISABLE_KERNELS=a,b     takes kernel families (hopper, skinny,
+//       sm80, simt_fast), the dispatch table (table), staging copies
+//       (staging) or CPU instruction sets (amx, avx512, avx2) out of the
+//       choice; read once per process;
+//   TILED_AUTOTUNE_CACHE=file     the run-time autotuning cache (autotune.h).
+//
+// The autotuner (autotune.h) times its candidates and runs the table's or its
+// own choice by pushing a configuration scope on the calling thread, which
+// stands in for TILED_CONFIG: one mechanism for tests, tuning and the table.
+// Torch-free, host only.
 #pragma once
 #include <algorithm>
 #include <cstdlib>
@@ -19,8 +29,13 @@ extern "C" char** environ;
 namespace tiled {
 namespace cuda {
 
-// NAME=value pairs, e.g. {{"TILED_SKINNY_MAXM", "0"}}.
-using Settings = std::vector<std::pair<std::string, std::string>>;
+// A configuration chosen for a call: a name (or comma list of names) as
+// TILED_CONFIG takes it; empty: the families' rules.  (The autotuning cache,
+// the dispatch table and the tuner speak in these names.)
+struct Settings {
+  std::string config;
+  bool empty() const { return config.empty(); }
+};
 
 namespace detail {
 inline const Settings*& active_settings() {
@@ -83,12 +98,9 @@ class EnvSnapshot {
   bool installed_ = false;
 };
 
-// The value of setting `name` for this thread: the active scope's, else the
-// environment's (through the active EnvSnapshot, if any), else nullptr.
+// The value of environment variable `name` (through the active EnvSnapshot,
+// if any), else nullptr.
 inline const char* setting(const char* name) {
-  if (const Settings* s = detail::active_settings())
-    for (const auto& kv : *s)
-      if (kv.first == name) return kv.second.c_str();
   if (const detail::EnvTable* env = detail::active_env()) {
     const size_t len = std::strlen(name);
     for (int i = 0; i < env->count; ++i) {
@@ -112,42 +124,48 @@ inline bool EnvSnapshot::read() {
   return true;
 }
 
-// Whether the environment sets any variable whose name starts with
-// `prefix` (through the active EnvSnapshot, if any).
-inline bool any_setting_with_prefix(const char* prefix) {
-  const size_t len = std::strlen(prefix);
-  if (const detail::EnvTable* env = detail::active_env()) {
-    for (int i = 0; i < env->count; ++i)
-      if (env->entries[i].name_len >= len && std::strncmp(env->entries[i].name, prefix, len) == 0) return true;
-    return false;
+// The configuration names in force for this call: the active scope's (the
+// autotuner's or the table's choice; "" for the rules'), else TILED_CONFIG;
+// nullptr for none.
+inline const char* forced_config() {
+  if (const Settings* s = detail::active_settings()) return s->config.empty() ? nullptr : s->config.c_str();
+  const char* v = setting("TILED_CONFIG");
+  return v && *v ? v : nullptr;
+}
+
+// Calls f(item) for each name of the comma list `list` until f returns true;
+// returns whether one did.
+template <class F>
+bool any_config_item(const char* list, F&& f) {
+  if (list == nullptr) return false;
+  const std::string text(list);
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    if (end > start && f(text.substr(start, end - start))) return true;
+    start = end + 1;
   }
-  for (char** e = detail::process_environment(); e != nullptr && *e != nullptr; ++e)
-    if (std::strncmp(*e, prefix, len) == 0) return true;
   return false;
 }
 
-// Setting `name` as an integer (`fallback` when unset), and whether it is
-// exactly `value`.
-inline long setting_long(const char* name, long fallback) {
-  const char* v = setting(name);
-  return v ? std::strtol(v, nullptr, 10) : fallback;
-}
-inline bool setting_is(const char* name, const char* value) {
-  const char* v = setting(name);
-  return v && std::strcmp(v, value) == 0;
+// Whether TILED_DISABLE_KERNELS (read once per process) names `what`: a
+// family (hopper, skinny, sm80, simt_fast), "table", "staging", or a CPU
+// instruction set (amx, avx512, avx2).  A way to bisect a suspected kernel
+// bug, or to compare against the fallback, without rebuilding.
+inline bool kernel_disabled(const char* what) {
+  static const std::string list = [] {
+    const char* v = std::getenv("TILED_DISABLE_KERNELS");
+    return std::string(",") + (v ? v : "") + ",";
+  }();
+  return list.find(std::string(",") + what + ",") != std::string::npos;
 }
 
 // Which operands a kernel loads under L2's evict_first policy (bit 0: A,
-// bit 1: B; cp_async.cuh's l2_evict_first_policy): by default those read
-// once (`a_once`, `b_once`: every element by one CTA).  TILED_L2_STREAM=0
-// turns it off; "a", "b" or "ab" force those operands (for measurements).
-inline int l2_stream_bits(bool a_once, bool b_once) {
-  const char* v = setting("TILED_L2_STREAM");
-  if (!v) return (a_once ? 1 : 0) | (b_once ? 2 : 0);
-  return (std::strchr(v, 'a') ? 1 : 0) | (std::strchr(v, 'b') ? 2 : 0);
-}
+// bit 1: B; cp_async.cuh's l2_evict_first_policy): those read once
+// (`a_once`, `b_once`: every element by one CTA).
+inline int l2_stream_bits(bool a_once, bool b_once) { return (a_once ? 1 : 0) | (b_once ? 2 : 0); }
 
-// Makes `s` the calling thread's settings until the scope ends (scopes do
+// Makes `s` the calling thread's configuration until the scope ends (scopes do
 // not nest: the inner one replaces the outer one, which comes back after).
 class SettingsScope {
  public:
@@ -160,29 +178,10 @@ class SettingsScope {
   const Settings* saved_;
 };
 
-// "A=1,B=x" <-> Settings ("-" or "" is the empty set).
-inline Settings parse_settings(const std::string& text) {
-  Settings out;
-  if (text.empty() || text == "-") return out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    const size_t eq = item.find('=');
-    if (eq != std::string::npos && eq > 0) out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
-    start = end + 1;
-  }
-  return out;
-}
-inline std::string format_settings(const Settings& s) {
-  if (s.empty()) return "-";
-  std::string out;
-  for (const auto& kv : s) {
-    if (!out.empty()) out += ',';
-    out += kv.first + "=" + kv.second;
-  }
-  return out;
-}
+// A configuration as the table, the cache and the tuner write it ("-" or
+// "": the rules' own choice) <-> Settings.
+inline Settings parse_settings(const std::string& text) { return Settings{text == "-" ? std::string() : text}; }
+inline std::string format_settings(const Settings& s) { return s.config.empty() ? "-" : s.config; }
 
 }  // namespace cuda
 }  // namespace tiled

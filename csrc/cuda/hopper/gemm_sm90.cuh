@@ -84,10 +84,6 @@ struct KernelArgs {
   // checked stores).
   int c_trans;
   int group_m;               // grouped raster: tile rows per group (>= 1)
-  // 1: a cooperative consumer warpgroup whose 64-row slab of the tile lies
-  // wholly at or past M does no math (it still waits on and releases every
-  // stage) and skips its (fully masked) epilogue.  TILED_SM90_SMALLM=1.
-  int skip_idle_slabs;
   void* c;
   int64_t c_batch_stride, c_row_stride;  // elements
   const void* bias;                      // [N] of T, or null
@@ -585,11 +581,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         return prev_stage;
       }
     };
-    auto finish_mainloop = [&](int prev_stage, bool idle) {
+    auto finish_mainloop = [&](int prev_stage) {
       wgmma_wait_group<0>();
 #pragma unroll
       for (int m = 0; m < kSubM; ++m) fence_accumulators(acc[m]);
-      if (lane == 0 && !idle) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
+      if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * prev_stage);
     };
 
     // ------------------------------------------------------------ epilogue
@@ -887,7 +883,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       int unit, kb0, kb1;
       while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) {
         const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
-        finish_mainloop(mainloop(kb0, kb1), false);
+        finish_mainloop(mainloop(kb0, kb1));
         if (kb1 < args.k_blocks) {
           // Not the tile's end: always this CTA's first piece; park it.
           float4* dst = slot(blockIdx.x);
@@ -969,32 +965,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if constexpr (Cfg::kPingPong) {
         if (local > 0) named_barrier_sync(1 + cw, kOrderThreads);
       }
-      // Small M: this warpgroup's rows [tile_m * kBM + cw * 64, +64) are all
-      // >= M (their A rows are TMA zero-fill, their stores masked), so it only
-      // keeps the ring protocol: wait on each stage's `full` (so it arrives on
-      // `empty` at most once per phase, after the stage was filled) and
-      // release it at once; the other warpgroup alone uses the tensor cores.
-      // Warpgroup-uniform, decided per tile; never with ping-pong (each
-      // warpgroup owns all 128 rows there).
-      const bool idle = !Cfg::kPingPong && args.skip_idle_slabs &&
-                        static_cast<int64_t>(tile_m) * kBM + cw * 64 >= args.M;
-      if (idle) {
-        for (int kb = kb_begin; kb < kb_end; ++kb) {
-          mbar_wait(full_bar + 8 * stage, phase);
-          __syncwarp();
-          if (lane == 0) release_stage<Cfg::kCluster>(empty_bar + 8 * stage);
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-      // idle: the math loop runs no iteration
-      const int prev_stage = mainloop(kb_begin, idle ? kb_begin : kb_end);
+      const int prev_stage = mainloop(kb_begin, kb_end);
       if constexpr (Cfg::kPingPong) {
         if (unit + unit_stride < total_units) named_barrier_arrive(1 + (cw ^ 1), kOrderThreads);
       }
-      finish_mainloop(prev_stage, idle);
+      finish_mainloop(prev_stage);
       if constexpr (Cfg::kPingPong) skip_tile();  // the other warpgroup's next tile
 
       if constexpr (Cfg::kSplitK) {
@@ -1014,7 +989,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
         continue;  // one tile per cluster; the reduction follows the cluster barrier below
       }
-      if (idle) continue;  // every row of this slab is >= M: nothing to store
       epilogue(tc, tile_m);
     }
     // The last boxes' global writes are done before the CTA exits.
@@ -1171,20 +1145,17 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     return pointer_alignment(p.c) >= n * es && p.c_row_stride % n == 0 && (p.batch <= 1 || p.c_batch_stride % n == 0);
   };
   args.c_pairs_aligned = c_groups_aligned(2);
-  // TILED_SM90_VEC_EPILOGUE=0 keeps every tile on the checked scalar/pair
-  // stores (for A/B runs; the vector path is the default).  A C that is not
-  // 4-column aligned goes through shared memory (TILED_SM90_SMEM_EPILOGUE=0:
-  // the checked stores instead).
-  const bool checked_only = setting_is("TILED_SM90_VEC_EPILOGUE", "0");
-  args.c_quads_aligned = c_groups_aligned(4) && !checked_only && !c.c_trans;
-  // TMA stores where C allows them (16-byte aligned base and strides;
-  // TILED_SM90_TMA_EPILOGUE=0: the register stores instead).
+  // Vector stores where C's columns come in aligned groups of 4; a C that is
+  // not 4-column aligned goes through shared memory; a transposed C takes
+  // the checked scalar / pair stores.
+  args.c_quads_aligned = c_groups_aligned(4) && !c.c_trans;
+  // TMA stores where C allows them (16-byte aligned base and strides; else
+  // the register stores).
   args.c_trans = c.c_trans ? 1 : 0;
   if (c.c_trans && !Cfg::kCTrans) return "sm90: a transposed C needs a cooperative whole-tile kernel";
   if (Cfg::kSwappedOnly && !c.c_trans) return "sm90: 128x144 ... 128x232 and one-slab tiles run swapped only";
   CUtensorMap map_c{};
-  if (Cfg::kTmaEpilogue && (c.c_trans || Cfg::kWholeCBoxes) && !checked_only &&
-      !setting_is("TILED_SM90_TMA_EPILOGUE", "0") && c_tma_ok(p, es)) {
+  if (Cfg::kTmaEpilogue && (c.c_trans || Cfg::kWholeCBoxes) && c_tma_ok(p, es)) {
     OperandMapSpec sc{};
     sc.dtype = tma_dtype<T>(false);
     sc.elem_bytes = es;
@@ -1196,9 +1167,8 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     sc.box_inner = 128 / es, sc.box_outer = c.c_trans ? Cfg::kTBoxRows : 64;
     args.c_tma = encode_operand_map(&map_c, sc) == nullptr ? 1 : 0;  // else the register stores
   }
-  args.c_via_smem = !c_groups_aligned(4) && !checked_only && !c.c_trans && !setting_is("TILED_SM90_SMEM_EPILOGUE", "0");
+  args.c_via_smem = !c_groups_aligned(4) && !c.c_trans;
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
-  args.skip_idle_slabs = c.skip_idle_slabs ? 1 : 0;
   args.c = p.c;
   args.c_batch_stride = p.c_batch_stride;
   args.c_row_stride = p.c_row_stride;

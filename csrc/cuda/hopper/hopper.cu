@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "../dispatch.h"
 #include "../settings.h"
@@ -96,14 +97,8 @@ struct Planned {
   const int64_t k_blocks = ceil_div(p.K, p.dtype == DType::f32 ? 32 : 64);  // 128 bytes of K each
   // cost256 = waves256 * 1.0, cost128 = waves128 * 0.5 / 0.9
   c.tile = (waves128 * 5 < waves256 * 9) ? Tile::k128x128 : Tile::k128x256;
-  // Schedule and clusters below; environment overrides, read per call so
-  // tests and benchmarks can flip them: TILED_SM90_SCHEDULE=cooperative|
-  // pingpong, TILED_SM90_CLUSTER=1|2.
-  const char* sched = setting("TILED_SM90_SCHEDULE");
-  // TILED_SM90_SMALLM=1 (opt-in, measured no gain): cooperative consumer
-  // warpgroups skip the math of 64-row slabs wholly past M (for M <= 64 the
-  // tensor cores do half the work).
-  c.skip_idle_slabs = setting_is("TILED_SM90_SMALLM", "1");
+  // Schedule and clusters below (another configuration is forced by name:
+  // plan_forced).
   // From 4 waves of 128x128 tiles (16-bit, >= 2 tile rows): cooperative
   // 128x256 tiles in 2-CTA clusters over tile-row pairs (B multicast), unless
   // pairing the tile rows costs a wave (M = 777, N = 14336: 7 tile rows run
@@ -124,7 +119,7 @@ struct Planned {
   // waves of pairs against 7 of ping-pong pairs), 1280x14336x4096 0.885 /
   // 0.921 (5 / 9); and as predicted against it: 2048x14336x4096 ours 359 /
   // 368 us (7 / 14), 768x14336x4096 0.964 / 0.910 (3 / 6), 3000x5000x4096
-  // 0.911 / 0.747 (4 / 8).  TILED_SM90_SCHEDULE=pingpong forces it.
+  // 0.911 / 0.747 (4 / 8).
   bool auto_cluster = false, auto_pp = false;
   // tf32 takes the same tiles and clusters (no ping-pong):
   // measured on an H100 (paired with cuBLAS, 92938cf), without / with:
@@ -148,23 +143,18 @@ struct Planned {
     // tile rows, where the wave rule held: NT 1024x14336x4096 (7 waves of
     // 128x128 against 4 of 128x256 pairs) measured 1.107-1.122 of cuBLAS
     // with 128x128 tiles against 0.954-0.963 with 128x256c2 (sweep b8fcd9f,
-    // explore 85401f2).  TILED_SM90_TF32_FEW_ROWS=0: 128x256 there too; =2:
-    // the wave rule for a register A as well (A/B runs).
-    const bool wave_rule = p.dtype == DType::f32 && tm <= 8 && !setting_is("TILED_SM90_TF32_FEW_ROWS", "0") &&
-                           (!c.a_mn || setting_is("TILED_SM90_TF32_FEW_ROWS", "2"));
-    if (!sched && !wave_rule) c.tile = Tile::k128x256;
+    // explore 85401f2).
+    const bool wave_rule = p.dtype == DType::f32 && tm <= 8 && !c.a_mn;
+    if (!wave_rule) c.tile = Tile::k128x256;
   }
-  if ((sched && std::strcmp(sched, "pingpong") == 0) || (!sched && auto_pp)) {
+  if (auto_pp) {
     c.tile = Tile::k128x128;
     c.pingpong = true;
   }
   // 2-CTA clusters with B multicast (128x256 cooperative, or 16-bit 128x128
-  // ping-pong; >= 2 tile rows): automatic as above when no schedule is
-  // forced, or TILED_SM90_CLUSTER=2 / =1 to force on / off.
-  const char* env = setting("TILED_SM90_CLUSTER");
-  const bool want_cluster = env ? std::strcmp(env, "2") == 0 : (auto_cluster && !sched);
+  // ping-pong; >= 2 tile rows), as above.
   // (tf32: cooperative 128x256 tiles only.)
-  if (want_cluster && tm >= 2 &&
+  if (auto_cluster && tm >= 2 &&
       (p.dtype != DType::f32 ? c.tile == Tile::k128x256 || c.pingpong : c.tile == Tile::k128x256 && !c.pingpong))
     c.cluster = 2;
   // 128x192 tiles (cooperative, no cluster) where the 128x256 grid would
@@ -176,76 +166,53 @@ struct Planned {
   // (bf16, paired with cuBLAS, eb2d433), 128x256 / 128x192: 1536^3 0.69 /
   // 0.84, 640x4096x4096 0.76 / 0.91, 768x3072x4096 0.71 / 0.89, tf32 1536^3
   // 0.97 / 1.18; forced beyond the rule it lost (2048^3 0.95 / 0.70, two
-  // waves instead of one; 4096^3 against clusters 0.97 / 0.87).  Not when stream-K is
-  // switched on (it splits that last wave instead).  TILED_SM90_N192=1
-  // forces 128x192 for every cooperative whole-tile schedule (clusters
-  // dropped), =0 never.
+  // waves instead of one; 4096^3 against clusters 0.97 / 0.87).
   const int64_t waves192 = ceil_div(tm * ceil_div(p.N, 192) * p.batch, sms);
-  const char* skv = setting("TILED_SM90_STREAMK");  // stream-K switch (below)
-  const bool streamk_forced_on = skv && std::strcmp(skv, "1") == 0;
-  const char* n192 = setting("TILED_SM90_N192");
-  const bool want192 = n192 ? std::strcmp(n192, "1") == 0
-                            : c.tile == Tile::k128x256 && c.cluster == 1 && waves192 * 135 < waves256 * 171 &&
-                                  !streamk_forced_on;
+  const bool want192 = c.tile == Tile::k128x256 && c.cluster == 1 && waves192 * 135 < waves256 * 171;
   if (want192 && !c.pingpong) {
     c.tile = Tile::k128x192;
     c.cluster = 1;
   }
   // Split K over a cluster of S CTAs per 128x128 tile (cooperative, no
-  // cluster along M).  TILED_SM90_SPLITK=0: off; =auto: S = 2 when the
-  // 128x128 tiles fill at most half the SMs and every CTA keeps >= 16
-  // k-blocks; a number forces S (lowered to fit the k-block count), whatever
-  // the tile count.  Measured on an H200 (bf16 NN, paired with cuBLAS):
-  // S = 2 beats 128x128 tiles (128x4096x4096 0.68 -> 0.78, 256x4096x4096
+  // cluster along M; 128x128sk2/4/8 by name).  Measured on an H200 (bf16
+  // NN, paired with cuBLAS): S = 2 where the 128x128 tiles fill at most half
+  // the SMs beats 128x128 tiles (128x4096x4096 0.68 -> 0.78, 256x4096x4096
   // 0.83 -> 0.87-0.90) but the 128x64 tiles below beat both (0.84, 0.99),
-  // so that is not the default.  Larger S lose: clusters of 4 fit only 30 at
+  // so that is not the rule.  Larger S lose: clusters of 4 fit only 30 at
   // a time on 132 SMs (GPC packing), so 32 tiles x 4 ran as two waves (0.61).
-  // By default (setting unset) S = 8 for very few tiles and a deep K: 128x128
+  // The rule: S = 8 for very few tiles and a deep K: 128x128
   // tiles <= 1/12 of the SMs (<= 11 on 132) and >= 128 k-blocks.  Measured
   // on an H100 (bf16, paired with cuBLAS, 4c4e2b5), whole 128x64 tiles /
   // stream-K / S = 8: 256x256x8192 0.38 / 0.62 / 0.73, 384x384x8192 0.52 /
   // 0.79 / 0.91, 256x256x65536 0.18 / 0.67 / 0.73; with 16 such tiles
   // stream-K (below) is as good or better: 512x512x16384 0.47 / 0.63 / 0.60,
   // 256x1024x16384 0.58 / 0.80 / 0.73, 128x2048x32768 0.55 / 0.73 / 0.77.
-  const char* sk = setting("TILED_SM90_SPLITK");
   if (!c.pingpong && c.cluster == 1) {
-    int s = 0;
-    if (!sk) {
-      if (tiles128 * 12 <= sms && k_blocks >= 128) s = 8;
-    } else if (std::strcmp(sk, "auto") == 0) {
-      if (tiles128 * 2 <= sms && k_blocks >= 2 * 16) s = 2;
-    } else {
-      const long v = std::strtol(sk, nullptr, 10);
-      s = v >= 8 ? 8 : v >= 4 ? 4 : v >= 2 ? 2 : 0;
-      while (s > k_blocks) s /= 2;
-      if (s < 2) s = 0;
-    }
+    const int s = tiles128 * 12 <= sms && k_blocks >= 128 ? 8 : 0;
     // The grid (tiles * S CTAs) must fit gridDim.x.
     if (s > 1 && tiles128 * s <= kMaxInt) {
       c.tile = Tile::k128x128;
       c.split_k = s;
     }
   }
-  // Few tiles and no split: 128x64 tiles double the CTA count (TILED_SM90_NARROW=0: off).
+  // Few tiles and no split: 128x64 tiles double the CTA count.
   // 1024^3: 64 tiles of 128x128 on 132 SMs, one per CTA, 16 k-blocks each,
   // about half of each CTA's time fill and epilogue -> 128 CTAs of 128x64.
   // Measured (H200, bf16, paired, 53c3254), 128x128 -> 128x64: 1024^3 0.79
   // -> 0.92, 512x1024x1024 0.70 -> 0.86, 256x4096x1024 0.83 -> 0.93,
   // 128x4096x4096 0.68 -> 0.84, 256x4096x4096 0.83 -> 0.99.
-  // TILED_SM90_NARROW=1 forces them wherever the schedule is cooperative without clusters or split.
   // Not where stream-K takes the tiles (below) and N is 65..128: two 128x64
   // tiles would each stream the same rows of A through all of K, and with
   // stream-K their pieces run at different k, so A comes from DRAM twice
   // (tf32 NN with M = 128, N = K = 4096 runs as 4096x128x4096: 0.66 of
   // cuBLAS with 128x64 tiles against 0.90 for the same problem in NT).
-  const bool want_sk = skv ? streamk_forced_on : (tiles128 * 4 <= sms && k_blocks >= 128);
+  const bool want_sk = tiles128 * 4 <= sms && k_blocks >= 128;
   const bool narrow_rereads_a = want_sk && p.N > 64 && p.N <= 128;
-  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 &&
-      (setting_is("TILED_SM90_NARROW", "1") ||
-       (tiles128 * 2 <= sms && !narrow_rereads_a && !setting_is("TILED_SM90_NARROW", "0"))))
+  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 && tiles128 * 2 <= sms && !narrow_rereads_a)
     c.tile = Tile::k128x64;
   // Stream-K over the last partial wave (cooperative without cluster or
-  // split): TILED_SM90_STREAMK=1 on, =0 off; by default only for few tiles
+  // split; 128x256streamk, 128x128streamk, 128x64streamk by name): the rule
+  // takes it only for few tiles
   // and a deep K: 128x128 tiles fill <= a quarter of the SMs and K has >= 128
   // k-blocks.  Measured on an H100 (bf16, paired with cuBLAS, 52aec00 /
   // 8ba0ad4), whole tiles / stream-K: 256x256x65536 0.18 / 0.59,
@@ -260,8 +227,7 @@ struct Planned {
   // 128x64 tiles that still fill at most half the SMs (e.g. 128x4096x4096:
   // 64 tiles on 132 SMs, each streaming a 64-wide band of B through all of
   // K): K split over 2-CTA clusters, 128 CTAs, when stream-K does not take
-  // them and each CTA keeps >= 16 k-blocks.  By default only
-  // (TILED_SM90_SPLITK unset; =0 off).  Measured on an H100 (bf16, paired
+  // them and each CTA keeps >= 16 k-blocks.  Measured on an H100 (bf16, paired
   // with cuBLAS, 9072ff8), whole 128x64 tiles / split in two: 128x4096x4096
   // 0.85 / 0.90 (NT 0.84 / 0.86-0.89), 100x4096x4096 0.80 / 0.86,
   // 200x1000x2048 0.71 / 0.76, 256x2048x4096 0.80 / 0.80.  Predicted
@@ -269,20 +235,15 @@ struct Planned {
   // near the flushed-L2 floor of reading B (docs/skinny.md), ours 2 us above.
   // Not for a grid of more tile rows than tile columns (a tall A, a narrow
   // N): there whole tiles measured faster (H100, bf16, A-B-B-A against
-  // TILED_SM90_SPLITK=0, explore-*-9091a42-bf16-smalln.txt): 4096x128x4096
+  // no split, explore-*-9091a42-bf16-smalln.txt): 4096x128x4096
   // NN 0.85 -> 1.00, TN 0.86 -> 1.03 of cuBLAS.
   const int64_t tiles64 = tm * ceil_div(p.N, 64) * p.batch;
-  if (!sk && !want_sk && c.tile == Tile::k128x64 && tiles64 * 2 <= sms && k_blocks >= 32 && tiles64 * 2 <= kMaxInt &&
+  if (!want_sk && c.tile == Tile::k128x64 && tiles64 * 2 <= sms && k_blocks >= 32 && tiles64 * 2 <= kMaxInt &&
       tm <= ceil_div(p.N, 64))
     c.split_k = 2;
   if (want_sk && !c.pingpong && c.cluster == 1 && c.split_k == 0 && c.tile != Tile::k128x192) {
     const int64_t tiles = tm * ceil_div(p.N, tile_bn(c.tile)) * p.batch;
     c.sk_tiles = stream_k_tiles(tiles, sms, k_blocks);
-  }
-  // TILED_SM90_GROUPM=g (1..64): tile rows per raster group (default 8).
-  if (const char* g = setting("TILED_SM90_GROUPM")) {
-    const long v = std::strtol(g, nullptr, 10);
-    if (v >= 1 && v <= 64) c.group_m = static_cast<int>(v);
   }
   return c;
 }
@@ -292,11 +253,9 @@ struct Planned {
 // operand and M as the (64-wide) tile's N, so each pipeline stage carries
 // twice the rows of B and half the padding.  Measured on an H100 (tf32
 // sweep, 721f560), NT as called / NN (which always runs swapped) at N = K =
-// 4096: M = 1..64 0.76-0.86 / 0.93-0.95 of cuBLAS.  TILED_SM90_TF32_SWAP_NT=0:
-// never, =1: every tf32 NT whose swapped tiles can store C^T (not split-K).
+// 4096: M = 1..64 0.76-0.86 / 0.93-0.95 of cuBLAS.
 [[maybe_unused]] bool tf32_nt_swap_wanted(const GemmProblem& p) {
   if (p.dtype != DType::f32 || !p.a.row_major() || p.b.row_major()) return false;
-  if (const char* v = setting("TILED_SM90_TF32_SWAP_NT")) return std::strcmp(v, "1") == 0;
   return p.M <= 64 && p.N > 64;
 }
 
@@ -325,32 +284,19 @@ struct Planned {
 // 128x256 tiles (with or without clusters; for 16-bit types the kernels
 // built with the transposed epilogue) and C is 16-byte aligned for its TMA
 // stores.  (tf32 NN always runs swapped, see tf32_swapped; a swapped tf32
-// TT or TN would need an N-major B.)  TILED_SM90_SWAP=0: never; =1: wherever
-// such a swapped choice exists (tests); TILED_SM90_TF32_SWAP_NT=0 keeps tf32
-// NT unswapped here too.
+// TT or TN would need an N-major B.)  (128x256sw by name: wherever such a
+// swapped choice exists.)
 // `pp`: the caller's problem, `qq`: it swapped.
 [[maybe_unused]] bool swap_fills_waves(Planned& pp, Planned& qq) {
   const GemmProblem& p = pp.p;
   const bool tf32_nt = p.dtype == DType::f32 && p.a.row_major() && !p.b.row_major();
-  if ((p.dtype == DType::f32 && (!tf32_nt || setting_is("TILED_SM90_TF32_SWAP_NT", "0"))) || p.M < 1 || p.N < 1)
-    return false;
-  if (setting_is("TILED_SM90_SWAP", "0") || !c_tma_ok(p, p.dtype == DType::f32 ? 4 : 2)) return false;
+  if ((p.dtype == DType::f32 && !tf32_nt) || p.M < 1 || p.N < 1) return false;
+  if (!c_tma_ok(p, p.dtype == DType::f32 ? 4 : 2)) return false;
   const Choice& cq = qq.choice();
   if (cq.tile != Tile::k128x256 || cq.pingpong || cq.split_k > 1 || cq.sk_tiles > 0) return false;
-  if (setting_is("TILED_SM90_SWAP", "1")) return true;
   const int64_t sms = sm_count(pp.dev);
   const int64_t cost_p = wave_cost(p, pp.choice(), sms), cost_q = wave_cost(qq.p, cq, sms);
   return cost_p > 0 && cost_q > 0 && cost_q * 100 < cost_p * 95;
-}
-
-// Settings that shape the schedule as called (choose() and the
-// 128x256 swap): where one is given, the widths below and the one-slab tiles
-// stay out of the way, so that it is obeyed.
-[[maybe_unused]] bool schedule_setting_given() {
-  for (const char* name : {"TILED_SM90_SWAP", "TILED_SM90_SCHEDULE", "TILED_SM90_CLUSTER", "TILED_SM90_N192",
-                           "TILED_SM90_SPLITK", "TILED_SM90_STREAMK", "TILED_SM90_NARROW"})
-    if (setting(name)) return true;
-  return false;
 }
 
 // The swapped-only widths, narrowest first, and their weight per wave in
@@ -380,21 +326,12 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // priced so (split-K, stream-K, 128x64 tiles) or C cannot be stored by TMA;
 // where the 128x256 swap (swap_fills_waves) applies, the cheaper of the two
 // is the one to undercut.
-// Returns the tile, or Tile::k128x256 for none.  TILED_SM90_SWAP_WIDTH=144 /
-// 160 / 176 / 200 / 208 / 224 / 232 forces that width wherever the layout and C allow it, =0 never;
-// with it unset, a setting that shapes the schedule as called
-// (TILED_SM90_SWAP, _SCHEDULE, _CLUSTER, _N192, _SPLITK, _STREAMK, _NARROW)
-// leaves these widths out, so it is obeyed.  `pp`, `qq`: the caller's
-// problem and it swapped; `fills`: swap_fills_waves(pp, qq).
+// Returns the tile, or Tile::k128x256 for none.  (128x144sw ... 128x232sw
+// by name: that width wherever the layout and C allow it.)  `pp`, `qq`: the
+// caller's problem and it swapped; `fills`: swap_fills_waves(pp, qq).
 [[maybe_unused]] Tile swap_width(Planned& pp, Planned& qq, bool fills) {
   const GemmProblem& p = pp.p;
   if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return Tile::k128x256;
-  if (const char* v = setting("TILED_SM90_SWAP_WIDTH")) {
-    const long w = std::strtol(v, nullptr, 10);
-    for (Tile t : kSwapWidths)
-      if (tile_bn(t) == w) return t;
-    return Tile::k128x256;
-  }
   const int64_t sms = sm_count(pp.dev);
   int64_t cost_p = wave_cost(p, pp.choice(), sms);
   if (cost_p <= 0) return Tile::k128x256;
@@ -412,14 +349,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
       best_cost = cost;
     }
   }
-  return best != Tile::k128x256 && schedule_setting_given() ? Tile::k128x256 : best;
-}
-
-// TILED_SM90_SLAB as a number (-1 unset): 0 never, 1 the rule even next to
-// a schedule setting, a width forces it.
-[[maybe_unused]] long slab_setting() {
-  const char* v = setting("TILED_SM90_SLAB");
-  return v ? std::strtol(v, nullptr, 10) : -1;
+  return best;
 }
 
 // One-slab tiles for a small M: a 16-bit NN, NT or TN problem runs
@@ -439,17 +369,12 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // 0.96 (explore 2c32691, 9d93905, aa65e63, 069e338), and against the
 // skinny kernel (dispatch prefers them from M = 17) 32x4096x4096 NN 0.88 /
 // 0.96, 17x4096x4096 NT 0.86-0.89 / 0.94 (explore 4ef3737).  Returns W, or 0 for
-// none.  TILED_SM90_SLAB=0: never, =W: width W wherever the layout and C
-// allow it, =1: the rule even next to the settings below; with it unset, a
-// setting that shapes the schedule as called (as for swap_width) leaves
-// these tiles out.
+// none.  (64x8sw ... 64x64sw by name: width W wherever the layout and C
+// allow it.)
 // slab_rule: the rule for a problem that passed slab_width's checks (or
 // slab_width_as_called's); `b_n_major`: its B is N-major (the NN branch).
 [[maybe_unused]] int slab_rule(const Planned& pp, bool b_n_major) {
   const GemmProblem& p = pp.p;
-  const long forced = slab_setting();
-  if (forced == 0) return 0;
-  if (forced > 1) return slab_width_index(static_cast<int>(forced)) >= 0 ? static_cast<int>(forced) : 0;
   const int64_t sms = sm_count(pp.dev);
   const int64_t rows = ceil_div(p.N, 64) * p.batch;  // tile rows (64 of the caller's N each)
   if (p.M > 128) return 0;
@@ -494,7 +419,6 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   // 0.90 / 1.03); at 64 (N = 4096) they win on both (explore
   // 3617b20-slabwide-rule, 3ef21d1-slab816).
   if (p.M <= 32 && rows * 5 < sms * 2) return 0;
-  if (forced != 1 && (schedule_setting_given() || setting("TILED_SM90_SWAP_WIDTH"))) return 0;
   return static_cast<int>(w);
 }
 
@@ -515,10 +439,8 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // (skinny / one-slab: 64x4096x4096 0.91 / 0.95-0.96 on 32, 128x4096x4096
 // 0.99 (128x64sk2) / 1.12-1.17 and 64x14336x4096 1.00 (128x128) / 1.06-1.07
 // on 64, but 48x4096x4096 0.97 / 0.94 rounded up from 24 to 64,
-// 32x4096x4096 0.92-0.93 / 0.88 on 16; explore 86a59f2-nmajor-*).  A forced
-// width is kept.
+// 32x4096x4096 0.92-0.93 / 0.88 on 16; explore 86a59f2-nmajor-*).
 [[maybe_unused]] int n_major_width(int w, int64_t n, bool tn, bool swapped) {
-  if (slab_setting() > 1) return w;
   if (n % 16 != 0 || w == 0 || w == 8 || w == 56) return 0;
   if (swapped) return w == 32 || w == 64 ? w : 0;
   return n <= 16 ? (tn ? 0 : 16) : n <= 32 ? 32 : 64;
@@ -550,8 +472,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // stored as it is.  A row-major B (NN: e.g. LoRA's dY @ B; TN: its weight
 // gradient dY^T @ X, A M-major) arrives as one 64-wide box per k-block, of
 // which wgmma reads the first W columns.  The rule is slab_width's for qq
-// with a K-major B (TILED_SM90_SLAB the same switch; a forced width is taken
-// as it is); for a row-major B only where B's rows are whole 32-byte sectors
+// with a K-major B; for a row-major B only where B's rows are whole 32-byte sectors
 // (N % 16 == 0), in one tile column 16 (not TN), 32 or 64 wide up to N = 64
 // and 64-wide columns past it (n_major_width).  Measured (H100, bf16, before
 // / one-slab): an 8-column tile
@@ -622,12 +543,10 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     w.a_mn = c.a_mn;
     w.b_mn = c.b_mn;
     // One-slab tiles: the tiles of one tile row (the same 64 rows of B^T)
-    // adjacent in launch order unless TILED_SM90_GROUPM says otherwise
-    // (measured on an H100, bf16, groups of 8 / 1 tile rows: 64x4096x4096 NN
+    // adjacent in launch order (measured on an H100, bf16, groups of 8 / 1 tile rows: 64x4096x4096 NN
     // 0.89 / 0.93-0.97, NT 0.91 / 0.95-0.97, 128x2048x4096 0.90-0.91 /
     // 0.98-1.00; explore aa65e63).
-    w.group_m = slab > 0 && !setting("TILED_SM90_GROUPM") ? 1 : c.group_m;
-    w.skip_idle_slabs = c.skip_idle_slabs;
+    w.group_m = slab > 0 ? 1 : c.group_m;
     // One-slab tiles: the layouts built for them; 144-232: swapped, a K-major B.
     if (slab > 0 ? !sm90::slab_layout_built(w.a_mn, w.b_mn, swapped) : (!swapped || w.b_mn)) return false;
     c = w;
@@ -635,9 +554,6 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
   if (dev.max_smem_per_block_optin <
       static_cast<size_t>(c.slab > 0 ? sm90::slab_smem_bytes(c.slab, c.b_mn) : sm90::tile_smem_bytes(c.tile)))
     return false;
-  // A register A: cooperative whole tiles only; TILED_SM90_TF32_REGISTER_A=0
-  // switches it off (such problems are then staged K-major, as before it).
-  if (p.dtype == DType::f32 && c.a_mn && setting_is("TILED_SM90_TF32_REGISTER_A", "0")) return false;
   // Neither a tf32 register A nor a transposed C has ping-pong or split-K kernels.
   if ((swapped || (p.dtype == DType::f32 && c.a_mn)) && (c.pingpong || c.split_k > 1)) return false;
   c.c_trans = swapped;
@@ -685,7 +601,6 @@ Choice variant_choice(int v, const Choice& base, bool* streamk) {
   c.a_mn = base.a_mn;
   c.b_mn = base.b_mn;
   c.group_m = base.group_m;
-  c.skip_idle_slabs = base.skip_idle_slabs;
   *streamk = v == 9 || v == 10 || v == 11;
   static const Tile kTiles[14] = {Tile::k128x256, Tile::k128x128, Tile::k128x256, Tile::k128x128, Tile::k128x128,
                                   Tile::k128x128, Tile::k128x128, Tile::k128x128, Tile::k128x64,  Tile::k128x256,
@@ -703,19 +618,19 @@ Choice variant_choice(int v, const Choice& base, bool* streamk) {
   return c;
 }
 
-// TILED_CONFIG: a configuration forced by name, as hopper_config_name (and
-// ttg.kernel_name) spells it: "sm90_bf16_128x128pp_nt" takes bf16 NT
+// A configuration forced by name (TILED_CONFIG, or the table's or the
+// autotuner's choice: settings.h's forced_config), as hopper_config_name
+// (and ttg.kernel_name) spells it: "sm90_bf16_128x128pp_nt" takes bf16 NT
 // problems onto ping-pong 128x128 tiles; a bare variant ("128x128pp",
 // "128x200sw") takes any dtype and layout.  Where the configuration cannot
 // run the problem (another dtype or layout, a width or schedule its layout
-// has no kernel for, too few k-blocks to split) the choice is the usual one.
-// For tf32 the orientation is the rules' (its names carry no "sw").
-// Returns false when TILED_CONFIG names no applicable sm90 configuration;
-// else plans it as plan() does.
-bool plan_forced(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice) {
-  const char* forced = setting("TILED_CONFIG");
-  if (!forced || caller.M < 1 || caller.N < 1 || caller.K < 1) return false;
-  std::string v(forced);
+// has no kernel for, too few k-blocks to split) it is declined and the
+// choice is the usual one.  For tf32 the orientation is the rules' (its
+// names carry no "sw").  Returns false when `name` is no sm90 configuration
+// that applies; else plans it as plan() does.
+bool plan_named(const GemmProblem& caller, const DeviceInfo& dev, std::string v, GemmProblem* launched,
+                Choice* choice) {
+  if (caller.M < 1 || caller.N < 1 || caller.K < 1) return false;
   const int d = caller.dtype == DType::bf16 ? 0 : caller.dtype == DType::f16 ? 1 : 2;
   if (v.rfind("sm90_", 0) == 0) {
     const std::string head = std::string("sm90_") + kDtypes[d] + "_";
@@ -752,9 +667,10 @@ bool plan_forced(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* 
   if (c.cluster == 2 && (tm < 2 || (tf32 && c.pingpong))) return false;
   if (c.split_k > k_blocks || (c.split_k > 1 && ceil_div(q.N, tile_bn(c.tile)) * tm * q.batch * c.split_k > kMaxInt))
     return false;
-  if (swapped && c.slab == 0 && !tile_swapped_only(c.tile) &&
+  if (swapped && !tf32 && c.slab == 0 && !tile_swapped_only(c.tile) &&
       (c.tile != Tile::k128x256 || c.pingpong || c.split_k > 1 || streamk))
-    return false;  // the transposed-C kernels: 128x256 cooperative, or the swapped-only widths
+    return false;  // the 16-bit transposed-C kernels: 128x256 cooperative, or the swapped-only widths
+                   // (tf32: every cooperative whole-tile kernel; plan_as checks)
   if (streamk) {
     const int64_t tiles = tm * ceil_div(q.N, tile_bn(c.tile)) * q.batch;
     c.sk_tiles = stream_k_tiles(tiles, sm_count(dev), k_blocks);
@@ -766,6 +682,12 @@ bool plan_forced(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* 
   if (!plan_as(target, swapped, choice, other ? c.tile : Tile::k128x256, c.slab)) return false;
   if (launched) *launched = target.p;
   return true;
+}
+
+// The first name of the forced configuration list that plan_named takes.
+bool plan_forced(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice) {
+  return any_config_item(forced_config(),
+                         [&](const std::string& name) { return plan_named(caller, dev, name, launched, choice); });
 }
 
 // Whether the Hopper kernel takes `caller`; if so, the problem it launches
@@ -835,6 +757,26 @@ const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   const int l = (p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0);
   const int sw = c.c_trans && p.dtype != DType::f32 ? 1 : 0;
   return names[((sw * 3 + d) * kNumVariants + v) * 4 + l].c_str();
+}
+
+std::vector<std::string> hopper_config_list(const GemmProblem& p) {
+  std::vector<std::string> out;
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16 && p.dtype != DType::f32) return out;
+  const int d = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
+  const std::string head = std::string("sm90_") + kDtypes[d] + "_";
+  const std::string tail = std::string("_") + kLayouts[(p.a.row_major() ? 0 : 2) + (p.b.row_major() ? 1 : 0)];
+  // tf32: the whole-tile variants (its swapped runs carry no "sw"); 16-bit:
+  // those as called (not the swapped-only widths), then run swapped the
+  // 128x256 tiles (alone or in 2-CTA clusters), the swapped-only widths and
+  // the one-slab tiles.
+  // (tf32 has no ping-pong kernel in clusters.)
+  for (int v = 0; v < kNumVariants; ++v)
+    if (p.dtype == DType::f32 ? v < kFirstSwapWidth && v != 4 : (v < kFirstSwapWidth || v >= kFirstSlab))
+      out.push_back(head + kVariants[v] + tail);
+  if (p.dtype != DType::f32)
+    for (int v = 0; v < kNumVariants; ++v)
+      if (v == 0 || v == 2 || v >= kFirstSwapWidth) out.push_back(head + kVariants[v] + "sw" + tail);
+  return out;
 }
 
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev) {

@@ -9,6 +9,9 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <string>
+#include <vector>
+
 #include "../../gemm_problem.h"
 #include "../dispatch.h"
 #include "../stream_k.h"
@@ -20,11 +23,14 @@ namespace cuda {
 // <BMxBN>_<a><b>", a/b = 'n' row-major or 't' column-major), or nullptr when
 // hopper_can_run(p, dev) is false.
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
-// Whether TILED_CONFIG names an sm90 configuration that runs `p` (dispatch
-// then takes the Hopper family, skinny problems included).  The name is the
-// one hopper_config_name gives ("sm90_bf16_128x128pp_nt"), or its variant
-// alone ("128x128pp", any dtype and layout).
+// Whether the forced configuration list (TILED_CONFIG, or the table's or
+// the autotuner's choice: settings.h) names an sm90 configuration that runs
+// `p` (dispatch then takes the Hopper family, skinny problems included).
+// The name is the one hopper_config_name gives ("sm90_bf16_128x128pp_nt"),
+// or its variant alone ("128x128pp", any dtype and layout).
 bool hopper_config_forced(const GemmProblem& p, const DeviceInfo& dev);
+// The family's configurations for p's dtype and layout, by full name.
+std::vector<std::string> hopper_config_list(const GemmProblem& p);
 // Whether hopper_gemm would run `p` on one-slab tiles (64-row tiles for a
 // small M or N; dispatch prefers them to the skinny kernel where they apply).
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev);
@@ -51,15 +57,11 @@ struct Choice {
   // 128x128 tiles, alternating, so one's epilogue runs under the other's
   // mainloop.  false: both warpgroups split every tile (cooperative).
   bool pingpong = false;
-  int group_m = 8;    // grouped raster: tile rows per group (TILED_SM90_GROUPM)
+  int group_m = 8;    // grouped raster: tile rows per group (1 for one-slab tiles)
   // Split-K factor (128x128 cooperative only): 0 off, else 2, 4 or 8 CTAs
   // per output tile, one cluster, reduced deterministically through
-  // distributed shared memory (TILED_SM90_SPLITK).
+  // distributed shared memory.
   int split_k = 0;
-  // Small M (TILED_SM90_SMALLM=1): cooperative consumer warpgroups whose
-  // 64-row slab is wholly past M skip their wgmmas and epilogue (same
-  // kernels, a runtime argument; names unchanged).
-  bool skip_idle_slabs = false;
   // Stream-K (cooperative, no cluster or split): the number of tiles dealt
   // to every SM as equal runs of k-blocks (stream_k_tiles below), 0 off;
   // partial tiles go through a workspace (hopper_workspace_bytes) and are

@@ -23,6 +23,8 @@
 // the X-contiguous operands are aligned, 4-byte zero-filling copies at the
 // edges and for everything else.
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "simt_fast_lean.cuh"
 #include "../settings.h"
@@ -102,22 +104,24 @@ constexpr const char* (*kSimtLargeConfig)(const GemmProblem&, const DeviceInfo&,
 // of at least kMinSliceK, 32 k-tiles, so the pipeline's fill stays small),
 // and only where the split CTAs cover at least half the SMs (1024^3: 32
 // tiles, K = 1024 would give 2 slices, 64 CTAs; the sliced 64x64 kernel
-// runs 256).  Batched problems, M or N <= 32 (the 32 x 32 sliced config,
-// memory-bound) and TILED_SIMT_SPLITK=0 keep the sliced-K kernels; so does
-// any caller without a workspace (the ladder's step 9).
+// runs 256).  Batched problems and M or N <= 32 (the 32 x 32 sliced config,
+// memory-bound) keep the sliced-K kernels; so does any caller without a
+// workspace (the ladder's step 9).  Forced by name (simt_fast_splitk), the
+// split is taken wherever S >= 2 slices of kMinSliceK fit, however many
+// tiles there are.
 constexpr int64_t kMinSliceK = 512;
 int64_t sm_count(const DeviceInfo& dev) { return dev.num_sms > 0 ? dev.num_sms : 132; }
 struct SimtSplit {
   int64_t slices = 0, ks = 0;
 };
-SimtSplit simt_split(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.batch != 1 || p.M <= 32 || p.N <= 32 || setting_is("TILED_SIMT_SPLITK", "0")) return {};
+SimtSplit simt_split(const GemmProblem& p, const DeviceInfo& dev, bool forced = false) {
+  if (p.batch != 1 || p.M <= 32 || p.N <= 32) return {};
   const int64_t sms = sm_count(dev);
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
-  if (tiles * 2 > sms) return {};
-  int64_t s = std::min<int64_t>(sms / tiles, 8);
+  if (tiles * 2 > sms && !forced) return {};
+  int64_t s = std::min<int64_t>(std::max<int64_t>(sms / tiles, 2), 8);
   while (s > 1 && p.K < s * kMinSliceK) --s;
-  if (s < 2 || tiles * s * 2 < sms) return {};
+  if (s < 2 || (tiles * s * 2 < sms && !forced)) return {};
   const int64_t ks = ceil_div(ceil_div(p.K, s), 16) * 16;
   const int64_t slices = ceil_div(p.K, ks);
   if (slices < 2) return {};
@@ -175,7 +179,7 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
 // are at least 15% of all W = ceil(T / S) waves' (S * W - T >= 0.15 * S * W:
 // two or three waves with a last one at most 70% / 55% full, four at most
 // 40%, none from seven), and at least kMinStreamKTiles k-tiles (K >= 512);
-// TILED_SIMT_STREAMK=0 off.  The bits depend on the SM count (where the runs
+// forced by name (simt_fast_streamk), whatever the idle share.  The bits depend on the SM count (where the runs
 // are cut), not on the run.  Measured on an H100 (paired with cuBLAS,
 // explore-*-fp32-streamk4/5/6; whole tiles / stream-K; W, idle share):
 // 1536x4096x4096 (2, 27%) 0.81 / 1.06, 1600x4096x4096 NT (2, 21%) 0.77 /
@@ -188,13 +192,13 @@ const char* run_simt_split(const GemmProblem& p, const DeviceInfo& dev, cudaStre
 // understood; the pieces of a tile run at different k at the same time, so
 // a wave no longer shares A / B k-slices in L2).
 constexpr int64_t kMinStreamKTiles = 32;
-int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev) {
-  if (p.batch != 1 || setting_is("TILED_SIMT_STREAMK", "0")) return 0;
+int64_t simt_streamk_tiles(const GemmProblem& p, const DeviceInfo& dev, bool forced = false) {
+  if (p.batch != 1) return 0;
   const int64_t sms = sm_count(dev), k_tiles = ceil_div(p.K, 16);
   const int64_t tiles = ceil_div(p.M, 128) * ceil_div(p.N, 256);
   if (k_tiles < kMinStreamKTiles || k_tiles > (int64_t{1} << 24) || sms > 4096) return 0;
   const int64_t waves = ceil_div(tiles, sms), idle = waves * sms - tiles;
-  if (tiles < sms || idle * 20 < waves * sms * 3) return 0;
+  if (tiles < sms || (idle * 20 < waves * sms * 3 && !forced)) return 0;
   return stream_k_tiles(tiles, sms, k_tiles);
 }
 
@@ -228,27 +232,56 @@ struct SimtPlan {
   ladder::SimtSplit split;
   int64_t sk_tiles = 0;
 };
-SimtPlan simt_fast_plan(const GemmProblem& p, const DeviceInfo& dev) {
+// The configurations, by name (what simt_fast_config_name reports).
+constexpr const char* kSimtNames[3] = {"simt_fast", "simt_fast_splitk", "simt_fast_streamk"};
+
+// The plan under the rules, or under configuration `forced` (a SimtMode);
+// false where that configuration cannot take `p`.
+bool simt_fast_plan_as(const GemmProblem& p, const DeviceInfo& dev, int forced, SimtPlan* out) {
   SimtPlan plan;
-  if (p.dtype != DType::f32) return plan;
-  plan.split = ladder::simt_split(p, dev);
-  if (plan.split.slices > 1) {
-    plan.mode = SimtMode::split_k;
-  } else if (ladder::simt_pick(p, dev) == ladder::SimtPick::large) {
-    plan.sk_tiles = ladder::simt_streamk_tiles(p, dev);
+  if (p.dtype != DType::f32) return forced < 0;
+  const bool large = ladder::simt_pick(p, dev) == ladder::SimtPick::large;
+  if (forced < 0 || forced == static_cast<int>(SimtMode::split_k)) {
+    plan.split = ladder::simt_split(p, dev, forced >= 0);
+    if (plan.split.slices > 1) plan.mode = SimtMode::split_k;
+  }
+  if (plan.mode == SimtMode::plain && large && (forced < 0 || forced == static_cast<int>(SimtMode::stream_k))) {
+    plan.sk_tiles = ladder::simt_streamk_tiles(p, dev, forced >= 0);
     if (plan.sk_tiles > 0) plan.mode = SimtMode::stream_k;
   }
+  if (forced >= 0 && static_cast<int>(plan.mode) != forced) return false;
+  *out = plan;
+  return true;
+}
+
+// The first configuration of the forced list that takes `p` (`forced`
+// set), else the rules'.
+SimtPlan simt_fast_plan(const GemmProblem& p, const DeviceInfo& dev, bool* forced = nullptr) {
+  SimtPlan plan;
+  const bool named = any_config_item(forced_config(), [&](const std::string& name) {
+    for (int i = 0; i < 3; ++i)
+      if (name == kSimtNames[i]) return simt_fast_plan_as(p, dev, i, &plan);
+    return false;
+  });
+  if (forced) *forced = named;
+  if (!named) simt_fast_plan_as(p, dev, -1, &plan);
   return plan;
 }
 }  // namespace
 
+bool simt_fast_config_forced(const GemmProblem& p, const DeviceInfo& dev) {
+  bool forced = false;
+  simt_fast_plan(p, dev, &forced);
+  return forced && simt_fast_can_run(p, dev);
+}
+
+std::vector<std::string> simt_fast_config_list(const GemmProblem& p) {
+  if (p.dtype != DType::f32) return {};
+  return {kSimtNames[0], kSimtNames[1], kSimtNames[2]};
+}
+
 const char* simt_fast_config_name(const GemmProblem& p, const DeviceInfo& dev) {
-  switch (simt_fast_plan(p, dev).mode) {
-    case SimtMode::split_k: return "simt_fast_splitk";
-    case SimtMode::stream_k: return "simt_fast_streamk";
-    case SimtMode::plain: break;
-  }
-  return "simt_fast";
+  return kSimtNames[static_cast<int>(simt_fast_plan(p, dev).mode)];
 }
 
 size_t simt_fast_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace tiled {
 namespace cuda {
@@ -24,31 +26,83 @@ using skinny::Params;
 constexpr int64_t kMaxInt = 2147483647 - 256;
 
 // Measured crossover against the Hopper kernel (bf16, H200, see
-// docs/skinny.md): the skinny kernel takes min(M, N) up to this.
-// TILED_SKINNY_MAXM overrides it (0 turns the family off).
-int64_t max_small_dim() { return setting_long("TILED_SKINNY_MAXM", 64); }
+// docs/skinny.md): the rules take min(M, N) up to this; a configuration
+// forced by name, up to kMaxForcedSmallDim.
+constexpr int64_t kMaxSmallDim = 64;
+constexpr int64_t kMaxForcedSmallDim = 128;
 
-// Tallest block (TILED_SKINNY_BM=16|32|64, default 64); below M, several
-// row tiles run side by side and read B from HBM once, from L2 again.  Capping
-// at 32 measured worse (H200, b95e44b, bf16): M = 33-64 0.71-0.82x against
-// 0.77-0.89x with 64-row tiles, and M = 65-128 (limit 128) 0.41-0.60x
-// against the Hopper kernel's 0.63-0.97x.
-int max_block_height() {
-  const long bm = setting_long("TILED_SKINNY_BM", 64);
-  return bm >= 64 ? 64 : bm >= 32 ? 32 : 16;
+// The configurations, by name: "<BM>x128sk<S>[c][deep]" -- a block height
+// (16, 32, 64 rows; below M several row tiles run side by side and read B
+// from HBM once, from L2 again), K cut into S slices (the slice count is
+// lowered to the k-blocks, never raised), their partials reduced through a
+// 2-8 CTA cluster ("c", sm_90a builds on a 9.0 GPU) or else a workspace, and
+// the 7-stage pipeline ("deep", one CTA per SM; never picked by the rules:
+// opt-in until measured).  The reported name adds the dtype, the caller's
+// layout and "_swap" for a small N run as C^T (skinny_config_name).
+// Capping the block height at 32 measured worse (H200, b95e44b, bf16): M =
+// 33-64 0.71-0.82x against 0.77-0.89x with 64-row tiles, and M = 65-128
+// 0.41-0.60x against the Hopper kernel's 0.63-0.97x.
+struct Variant {
+  int bm = 0;  // 0: not forced (the rules)
+  int splits = 0;
+  bool cluster = false;
+  bool deep = false;
+};
+constexpr int kBlockHeights[3] = {16, 32, 64};
+constexpr int kSplits[4] = {1, 2, 4, 8};
+
+std::string variant_name(const Variant& v) {
+  return std::to_string(v.bm) + "x128sk" + std::to_string(v.splits) + (v.cluster ? "c" : "") + (v.deep ? "deep" : "");
 }
 
-// TILED_SKINNY_SPLITK=n forces n K slices (for measurements); unset: auto.
-int forced_splits() { return static_cast<int>(setting_long("TILED_SKINNY_SPLITK", 0)); }
+const std::vector<Variant>& variants() {
+  static const std::vector<Variant> list = [] {
+    std::vector<Variant> out;
+    for (int bm : kBlockHeights)
+      for (int s : kSplits)
+        for (int c = 0; c < (s > 1 ? 2 : 1); ++c)
+          for (int deep = 0; deep < 2; ++deep) out.push_back(Variant{bm, s, c == 1, deep == 1});
+    return out;
+  }();
+  return list;
+}
 
-// TILED_SKINNY_DEEP=1: the 7-stage pipeline (opt-in until measured).
-bool deep_pipeline() { return setting_is("TILED_SKINNY_DEEP", "1"); }
+const char* dtype_tag(DType d) { return d == DType::bf16 ? "bf16" : "f16"; }
+const char* layout_tag(const GemmProblem& p) {
+  static const char* const kAb[2][2] = {{"tt", "tn"}, {"nt", "nn"}};
+  return kAb[p.a.row_major() ? 1 : 0][p.b.row_major() ? 1 : 0];
+}
 
-// Split reduction through clusters (sm_90a builds on a 9.0 GPU), unless
-// TILED_SKINNY_CLUSTER=0 asks for the workspace path.
+// The variant `name` forces on `p` ("skinny_<dt>_<variant>_<ab>[_swap]", or
+// the variant alone); bm == 0 where it names none of this family for p's
+// dtype and layout.  `swap`: -1 either orientation, else whether the name
+// asks for the swapped one.
+Variant parse_forced(const GemmProblem& p, std::string v, int* swap) {
+  *swap = -1;
+  if (v.rfind("skinny_", 0) == 0) {
+    const std::string head = std::string("skinny_") + dtype_tag(p.dtype) + "_";
+    if (v.rfind(head, 0) != 0) return Variant{};
+    v = v.substr(head.size());
+    const std::string tail = std::string("_") + layout_tag(p);
+    for (int sw = 0; sw < 2; ++sw) {
+      const std::string t = tail + (sw ? "_swap" : "");
+      if (v.size() > t.size() && v.compare(v.size() - t.size(), t.size(), t) == 0) {
+        *swap = sw;
+        v.resize(v.size() - t.size());
+        break;
+      }
+    }
+    if (*swap < 0) return Variant{};
+  }
+  for (const Variant& c : variants())
+    if (variant_name(c) == v) return c;
+  return Variant{};
+}
+
+// Split reduction through clusters (sm_90a builds on a 9.0 GPU).
 bool use_clusters(const DeviceInfo& dev) {
 #if defined(TILED_WITH_SM90A)
-  return dev.sm_major == 9 && !setting_is("TILED_SKINNY_CLUSTER", "0");
+  return dev.sm_major == 9;
 #else
   (void)dev;
   return false;
@@ -88,13 +142,16 @@ int auto_splits(int64_t tiles, int64_t k_blocks, const Launch& l, const DeviceIn
 }
 
 // The problem as the kernel sees it, in the orientation with the small
-// dimension as M; false when the kernel cannot take it.
-bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
+// dimension as M, under the rules (`v.bm` == 0) or variant `v` (`swap`:
+// -1 either orientation, else the one asked for); false when the kernel
+// cannot take it, or cannot take it as `v` says.
+bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, const Variant& v = Variant{}, int want_swap = -1) {
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) return false;
   if (dev.sm_major < 8) return false;
-  const int64_t limit = max_small_dim();
+  const int64_t limit = v.bm > 0 ? kMaxForcedSmallDim : kMaxSmallDim;
   const bool swap = p.M > limit && p.N <= limit;
   if (!swap && p.M > limit) return false;
+  if (want_swap >= 0 && swap != (want_swap == 1)) return false;
   if (p.M > kMaxInt || p.N > kMaxInt || p.K > kMaxInt || p.K < 1) return false;
 
   // The (maybe swapped) operands: A' is M' x K, B' is K x N'.
@@ -127,48 +184,76 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   l.batch = static_cast<int>(p.batch);
 
   // Block height: the smallest that covers M (rows past M are zero-filled
-  // and cost tensor-core time, not memory traffic), at most the cap.
-  l.bm = std::min(max_block_height(), q.M <= 16 ? 16 : q.M <= 32 ? 32 : 64);
+  // and cost tensor-core time, not memory traffic), at most 64.
+  l.bm = v.bm > 0 ? v.bm : q.M <= 16 ? 16 : q.M <= 32 ? 32 : 64;
   const int64_t tiles = ceil_div(q.M, l.bm) * ceil_div(q.N, skinny::kBN) * p.batch;
   if (ceil_div(q.N, skinny::kBN) > 65535) return false;
   const int64_t k_blocks = ceil_div(q.K, skinny::kBK);
 
-  const int forced = forced_splits();
+  if (v.bm > 0 && v.splits > k_blocks) return false;  // a forced S is never lowered
   const int splits = static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(forced > 0 ? forced : auto_splits(tiles, k_blocks, l, dev), k_blocks)));
+      std::max<int64_t>(1, std::min<int64_t>(v.bm > 0 ? v.splits : auto_splits(tiles, k_blocks, l, dev), k_blocks)));
+  l.splits = splits;
   q.k_blocks_per_split = static_cast<int>(ceil_div(k_blocks, splits));
   q.splits = static_cast<int>(ceil_div(k_blocks, q.k_blocks_per_split));  // no empty slice
-  // Cluster reduction (sm_90a) needs S in {2, 4, 8}.  With the automatic S
-  // it serves BM <= 32 only: BM = 64 measured better through the workspace
-  // (0.77-0.80x vs 0.70-0.75x at N = 4096).  A forced S uses it for any BM
-  // unless TILED_SKINNY_CLUSTER=0.
+  // Cluster reduction (sm_90a) needs S in {2, 4, 8}.  The rules use it for
+  // BM <= 32 only: BM = 64 measured better through the workspace
+  // (0.77-0.80x vs 0.70-0.75x at N = 4096).
   const bool cluster_size = q.splits == 2 || q.splits == 4 || q.splits == 8;
-  q.cluster_reduce = use_clusters(dev) && cluster_size && (forced > 0 || l.bm <= 32);
+  q.cluster_reduce = use_clusters(dev) && cluster_size && (v.bm > 0 ? v.cluster : l.bm <= 32);
+  if (v.bm > 0 && v.cluster != q.cluster_reduce) return false;
   if (ceil_div(q.M, l.bm) * q.splits > kMaxInt) return false;
   // One row tile and disjoint K slices: each element of B is read once
   // (unless a broadcast B serves several batches).
   q.stream_b = (l2_stream_bits(false, ceil_div(q.M, l.bm) == 1 && (p.batch == 1 || q.b_batch != 0)) & 2) != 0;
-  l.deep = deep_pipeline() &&
-           static_cast<size_t>(skinny::smem_bytes(l.bm, true)) <= dev.max_smem_per_block_optin;
+  l.deep = v.deep;
+  if (l.deep && static_cast<size_t>(skinny::smem_bytes(l.bm, true)) > dev.max_smem_per_block_optin) return false;
   return true;
+}
+
+// The problem under the first configuration of the forced list that takes
+// it, else under the rules; false where neither does.
+bool plan(const GemmProblem& p, const DeviceInfo& dev, Launch& l, bool* forced = nullptr) {
+  const bool named = any_config_item(forced_config(), [&](const std::string& name) {
+    int swap = -1;
+    const Variant v = parse_forced(p, name, &swap);
+    return v.bm > 0 && build(p, dev, l, v, swap);
+  });
+  if (forced) *forced = named;
+  return named || build(p, dev, l);
 }
 
 }  // namespace
 
 bool skinny_can_run(const GemmProblem& p, const DeviceInfo& dev) {
   Launch l;
-  return build(p, dev, l);
+  return plan(p, dev, l);
+}
+
+bool skinny_config_forced(const GemmProblem& p, const DeviceInfo& dev) {
+  Launch l;
+  bool forced = false;
+  return plan(p, dev, l, &forced) && forced;
+}
+
+std::vector<std::string> skinny_config_list(const GemmProblem& p) {
+  std::vector<std::string> out;
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16) return out;
+  const std::string head = std::string("skinny_") + dtype_tag(p.dtype) + "_";
+  for (const Variant& v : variants())
+    for (const char* sw : {"", "_swap"}) out.push_back(head + variant_name(v) + "_" + layout_tag(p) + sw);
+  return out;
 }
 
 size_t skinny_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
   Launch l;
-  if (!build(p, dev, l) || l.p.splits == 1 || l.p.cluster_reduce) return 0;
+  if (!plan(p, dev, l) || l.p.splits == 1 || l.p.cluster_reduce) return 0;
   return static_cast<size_t>(l.batch) * l.p.splits * static_cast<size_t>(l.p.M) * l.p.N * sizeof(float);
 }
 
 const char* skinny_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   Launch l;
-  if (!build(p, dev, l)) return "skinny: problem not supported";
+  if (!plan(p, dev, l)) return "skinny: problem not supported";
   if (l.p.splits > 1 && !l.p.cluster_reduce && workspace == nullptr) return "skinny: split-K needs a workspace";
   l.p.ws = static_cast<float*>(workspace);
   return p.dtype == DType::bf16 ? skinny::launch_bf16(l, stream) : skinny::launch_f16(l, stream);
@@ -176,23 +261,27 @@ const char* skinny_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
 
 const char* skinny_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   Launch l;
-  if (!build(p, dev, l)) return nullptr;
-  // "skinny_<dt>_<BM>x128_sk<S>_<ab>[_swap]": a fixed set of strings.
-  static const char* const kNames[2][3][2][2][2] = {
-#define TILED_SKINNY_NAMES(dt, bm)                                                                  \
-  {{{"skinny_" dt "_" bm "x128_tt", "skinny_" dt "_" bm "x128_tt_swap"},                           \
-    {"skinny_" dt "_" bm "x128_tn", "skinny_" dt "_" bm "x128_tn_swap"}},                          \
-   {{"skinny_" dt "_" bm "x128_nt", "skinny_" dt "_" bm "x128_nt_swap"},                           \
-    {"skinny_" dt "_" bm "x128_nn", "skinny_" dt "_" bm "x128_nn_swap"}}}
-      {TILED_SKINNY_NAMES("bf16", "16"), TILED_SKINNY_NAMES("bf16", "32"), TILED_SKINNY_NAMES("bf16", "64")},
-      {TILED_SKINNY_NAMES("f16", "16"), TILED_SKINNY_NAMES("f16", "32"), TILED_SKINNY_NAMES("f16", "64")},
-#undef TILED_SKINNY_NAMES
-  };
+  if (!plan(p, dev, l)) return nullptr;
+  // "skinny_<dt>_<variant>_<ab>[_swap]", with layout letters of the caller's
+  // operands ('n' row-major), as the other families name them, whichever
+  // orientation runs.  Built once.
+  static const std::vector<std::string>* const names = [] {
+    auto* n = new std::vector<std::string>;
+    for (DType d : {DType::bf16, DType::f16})
+      for (const Variant& v : variants())
+        for (int ab = 0; ab < 4; ++ab)
+          for (const char* sw : {"", "_swap"}) {
+            static const char* const kAb[4] = {"tt", "tn", "nt", "nn"};
+            n->push_back(std::string("skinny_") + dtype_tag(d) + "_" + variant_name(v) + "_" + kAb[ab] + sw);
+          }
+    return n;
+  }();
+  const Variant v{l.bm, l.splits, l.p.cluster_reduce, l.deep};
+  int index = 0;
+  while (variant_name(variants()[index]) != variant_name(v)) ++index;
   const int dt = p.dtype == DType::bf16 ? 0 : 1;
-  const int bm = l.bm == 16 ? 0 : l.bm == 32 ? 1 : 2;
-  // Layout letters of the caller's operands ('n' row-major), as the other
-  // families name them, whichever orientation runs.
-  return kNames[dt][bm][p.a.row_major() ? 1 : 0][p.b.row_major() ? 1 : 0][l.p.bias_on_rows ? 1 : 0];
+  const int ab = (p.a.row_major() ? 2 : 0) + (p.b.row_major() ? 1 : 0);
+  return (*names)[((dt * variants().size() + index) * 4 + ab) * 2 + (l.p.bias_on_rows ? 1 : 0)].c_str();
 }
 
 }  // namespace cuda

@@ -18,7 +18,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
 // Pipeline depth per block height: two CTAs fit on an SM in every case
-// (5 x 18 KB, 5 x 20 KB, 4 x 24 KB).  The "deep" variant (TILED_SKINNY_DEEP=1,
+// (5 x 18 KB, 5 x 20 KB, 4 x 24 KB).  The "deep" variants (by name only,
 // opt-in until measured) has 7 stages (126-168 KB, one CTA per SM), for grids
 // of about one CTA per SM: 6 stages of B in flight instead of 3-4.
 constexpr int kDeepStages = 7;
@@ -60,6 +60,7 @@ struct Launch {
   bool a_kmajor = true;  // A(m, k) at a[m * lda + k]
   bool b_kmajor = true;  // B(k, n) at b[n * ldb + k]
   bool deep = false;     // kDeepStages-stage pipeline
+  int splits = 1;        // K slices as configured (p.splits: after dropping empty ones)
   int batch = 1;
 };
 

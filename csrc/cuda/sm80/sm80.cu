@@ -2,6 +2,8 @@
 // of sm80.h's list runs, and its name.
 #include "sm80.h"
 
+#include "../settings.h"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -61,7 +63,34 @@ int choose_config(const GemmProblem& p, bool tf32, const DeviceInfo& dev) {
 }
 
 // The launch for `p`; false when the family cannot take it.
-bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
+const char* dtype_tag(DType d) { return d == DType::bf16 ? "bf16" : d == DType::f16 ? "f16" : "tf32"; }
+const char* layout_tag(const GemmProblem& p) {
+  static const char* const kAb[4] = {"tt", "tn", "nt", "nn"};
+  return kAb[(p.a.row_major() ? 2 : 0) + (p.b.row_major() ? 1 : 0)];
+}
+
+// The configuration `name` forces on `p` (its index in sm80::config's list
+// for p's dtype): "sm80_<dt>_<tag>_<ab>" as sm80_config_name spells it, or
+// the tag alone ("128x256x64s3"); -1 where it names none of this family
+// for p's dtype and layout.
+int parse_forced(const GemmProblem& p, const std::string& name) {
+  const bool tf32 = p.dtype == DType::f32;
+  std::string v = name;
+  if (v.rfind("sm80_", 0) == 0) {
+    const std::string head = std::string("sm80_") + dtype_tag(p.dtype) + "_";
+    const std::string tail = std::string("_") + layout_tag(p);
+    if (v.rfind(head, 0) != 0 || v.size() <= head.size() + tail.size() ||
+        v.compare(v.size() - tail.size(), tail.size(), tail) != 0)
+      return -1;
+    v = v.substr(head.size(), v.size() - head.size() - tail.size());
+  }
+  for (int i = 0; i < sm80::kNumConfigs; ++i)
+    if (v == sm80::config(tf32, i).tag) return i;
+  return -1;
+}
+
+// `forced`: a configuration's index, -1 for the rules' choice.
+bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, int forced = -1) {
   const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
   if (p.dtype != DType::bf16 && p.dtype != DType::f16 && !tf32) return false;
   if (dev.sm_major < 8) return false;
@@ -77,7 +106,8 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   q.ldb = l.b_kmajor ? p.b.col_stride : p.b.row_stride;
   if (!operand_ok(p.a.ptr, q.lda, l.a_kmajor ? p.M : p.K, p.a.batch_stride, p.batch, per_chunk)) return false;
   if (!operand_ok(p.b.ptr, q.ldb, l.b_kmajor ? p.N : p.K, p.b.batch_stride, p.batch, per_chunk)) return false;
-  l.cfg = choose_config(p, tf32, dev);
+  if (forced >= 0 && ctas_per_sm(sm80::config(tf32, forced), tf32, dev) == 0) return false;
+  l.cfg = forced >= 0 ? forced : choose_config(p, tf32, dev);
   if (l.cfg < 0) return false;
   const sm80::Config& c = sm80::config(tf32, l.cfg);
   const int64_t tiles_m = ceil_div(p.M, c.bm), tiles_n = ceil_div(p.N, c.bn);
@@ -101,20 +131,42 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l) {
   return true;
 }
 
-const char* dtype_tag(const GemmProblem& p) {
-  return p.dtype == DType::bf16 ? "bf16" : p.dtype == DType::f16 ? "f16" : "tf32";
+// The problem under the first configuration of the forced list that takes
+// it, else under the rules; false where neither does.
+bool plan(const GemmProblem& p, const DeviceInfo& dev, Launch& l, bool* forced = nullptr) {
+  const bool named = any_config_item(forced_config(), [&](const std::string& name) {
+    const int i = parse_forced(p, name);
+    return i >= 0 && build(p, dev, l, i);
+  });
+  if (forced) *forced = named;
+  return named || build(p, dev, l);
 }
 
 }  // namespace
 
 bool sm80_can_run(const GemmProblem& p, const DeviceInfo& dev) {
   Launch l;
-  return build(p, dev, l);
+  return plan(p, dev, l);
+}
+
+bool sm80_config_forced(const GemmProblem& p, const DeviceInfo& dev) {
+  Launch l;
+  bool forced = false;
+  return plan(p, dev, l, &forced) && forced;
+}
+
+std::vector<std::string> sm80_config_list(const GemmProblem& p) {
+  std::vector<std::string> out;
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16 && p.dtype != DType::f32) return out;
+  for (int i = 0; i < sm80::kNumConfigs; ++i)
+    out.push_back(std::string("sm80_") + dtype_tag(p.dtype) + "_" + sm80::config(p.dtype == DType::f32, i).tag + "_" +
+                  layout_tag(p));
+  return out;
 }
 
 const char* sm80_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
   Launch l;
-  if (!build(p, dev, l)) return "sm80: problem not supported";
+  if (!plan(p, dev, l)) return "sm80: problem not supported";
   const bool first = l.cfg == 0;
   switch (p.dtype) {
     case DType::bf16: return first ? sm80::launch_bf16_0(l, stream) : sm80::launch_bf16_1(l, stream);
@@ -128,7 +180,7 @@ const char* sm80_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t 
 // the caller's layout letters ('n' row-major), as the other families name them.
 const char* sm80_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   Launch l;
-  if (!build(p, dev, l)) return nullptr;
+  if (!plan(p, dev, l)) return nullptr;
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
     for (const char* dt : {"bf16", "f16", "tf32"})
@@ -137,7 +189,7 @@ const char* sm80_config_name(const GemmProblem& p, const DeviceInfo& dev) {
           v.push_back(std::string("sm80_") + dt + "_" + sm80::config(std::string(dt) == "tf32", i).tag + "_" + ab);
     return v;
   }();
-  const std::string dt = dtype_tag(p);
+  const std::string dt = dtype_tag(p.dtype);
   const int d = dt == "bf16" ? 0 : dt == "f16" ? 1 : 2;
   const int ab = (p.a.row_major() ? 2 : 0) + (p.b.row_major() ? 1 : 0);
   return names[(d * sm80::kNumConfigs + l.cfg) * 4 + ab].c_str();

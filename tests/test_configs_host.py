@@ -1,0 +1,158 @@
+"""Configurations as data (docs/dispatch.md), host-only: every family's
+named configurations forced through TILED_CONFIG, the shipped dispatch
+table, and the three run-time switches.
+
+Builds the dispatch code of every CUDA family with stub launchers
+(tests/host/dispatch_choice.cpp) with nvcc, so it runs in CI without a GPU;
+skips where nvcc is missing."""
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import ROOT, build_host_driver
+
+SOURCES = ["tests/host/dispatch_choice.cpp", "csrc/cuda/dispatch.cu", "csrc/cuda/hopper/hopper.cu",
+           "csrc/cuda/skinny/skinny.cu", "csrc/cuda/sm80/sm80.cu", "csrc/cuda/autotune.cpp",
+           "csrc/cuda/ladder/simt_fast.cu"]
+DTYPES = ("bf16", "f16", "tf32", "f32")
+LAYOUTS = ("nn", "nt", "tn", "tt")
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    return build_host_driver(tmp_path_factory, "dispatch_choice", SOURCES)
+
+
+def run(driver, lines, *flags):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILED_")}
+    text = "\n".join(" ".join(map(str, ln)) for ln in lines) + "\n"
+    out = subprocess.run([driver, *flags], input=text, capture_output=True, text=True, check=True, timeout=600,
+                         env=env).stdout
+    return out.splitlines()
+
+
+def names_for(driver, dtype, layout, *flags):
+    return run(driver, [(64, 64, 64, 1, dtype, layout, "-")], "--list", *flags)[0].split()
+
+
+# Shapes for the round trip: small and large sides, ragged, deep and shallow
+# K, batched, so that every configuration finds problems it takes.  (No side
+# of 1: the layout letters of such an operand are ambiguous.)
+VALS = (8, 16, 48, 100, 129, 777, 1536, 4096, 14336)
+SHAPES = [(M, N, K, b) for M in VALS for N in VALS for K in (64, 1000, 8192) for b in (1, 3)
+          if M * N * K * b <= 2 ** 36]
+
+
+def must_run_somewhere(name, flags):
+    """The names the grid must see run: on an sm_90 device every 16-bit NN
+    and NT configuration and every tf32 NT one (other layouts lack some
+    kernels: no swapped-only widths for a column-major A, no one-slab tiles
+    for TT, tf32 only K-major B); on an sm_80 device the sm80 family's and
+    the skinny kernel's without clusters (nor the 64-row deep pipeline,
+    172 KB of shared memory)."""
+    if flags:
+        variant = name.split("_")[2]
+        return name.startswith("sm80_") or (name.startswith("skinny_") and "c" not in variant[6:] and
+                                           not (variant.startswith("64x") and "deep" in variant))
+    return name.split("_")[-1] in ("nn", "nt") and not name.startswith("sm90_tf32") or name.endswith("tf32_nt")
+
+
+@pytest.mark.parametrize("flags", [(), ("--sm80",)], ids=["sm90", "sm80"])
+def test_every_configuration_round_trips(driver, flags):
+    """Forced by its name, each configuration of each family runs as that
+    configuration or is declined (the rules' choice runs), never replaced by
+    something else; and every name the rules pick is one of the families'
+    names."""
+    never = []
+    for dtype in DTYPES:
+        for layout in LAYOUTS:
+            names = names_for(driver, dtype, layout, *flags)
+            assert len(names) == len(set(names)), (dtype, layout)
+            cases = [(M, N, K, b, dtype, layout) for M, N, K, b in SHAPES]
+            rules = run(driver, [c + ("-",) for c in cases], *flags)
+            assert set(rules) <= set(names), (dtype, layout, sorted(set(rules) - set(names))[:5])
+            for name in names:
+                got = run(driver, [c + (name,) for c in cases], *flags)
+                bad = [(c, r, g) for c, r, g in zip(cases, rules, got) if g not in (name, r)]
+                assert not bad, (name, bad[:3])
+                if name not in got and dtype != "f32" and must_run_somewhere(name, flags):
+                    never.append(name)
+    assert not never, never
+
+
+def test_bare_variants_and_lists(driver):
+    """A variant alone (any dtype and layout) and a comma list of names, one
+    per family, force what they name; a name of another dtype is declined."""
+    rules, = run(driver, [(48, 4096, 4096, 1, "bf16", "nt", "-")])
+    cases = [((48, 4096, 4096, 1, "bf16", "nt", "128x128pp"), "sm90_bf16_128x128pp_nt"),
+             ((48, 4096, 4096, 1, "bf16", "nt", "64x128sk4"), "skinny_bf16_64x128sk4_nt"),
+             ((48, 4096, 4096, 1, "bf16", "nt", "sm90_f16_128x128pp_nt"), rules),
+             ((48, 4096, 4096, 1, "bf16", "nt", "simt_fast_splitk,64x128sk2c"), "skinny_bf16_64x128sk2c_nt"),
+             ((1024, 1024, 4096, 1, "f32", "nn", "64x128sk2c,simt_fast_splitk"), "simt_fast_splitk"),
+             ((1024, 1024, 4096, 1, "f32", "nn", "simt_general"), "simt_general"),
+             ((1024, 1024, 4096, 1, "bf16", "nt", "128x256x64s3"), "sm80_bf16_128x256x64s3_nt")]
+    got = run(driver, [c for c, _ in cases])
+    for (c, want), g in zip(cases, got):
+        assert g == want, (c, g, want)
+
+
+def test_candidates_run_as_named(driver):
+    """The autotuner's candidates on a device: the rules' choice first, then
+    names that each run as named, each kernel once."""
+    for case in [(16, 4096, 4096, 1, "bf16", "nt", "-"), (1536, 1536, 1536, 1, "bf16", "nn", "-"),
+                 (96, 4096, 4096, 1, "f16", "tn", "-"), (4096, 4096, 4096, 1, "tf32", "nt", "-")]:
+        cands = run(driver, [case], "--candidates")[0].split()
+        assert cands[0] == "-" and len(cands) > 3, (case, cands)
+        rules, = run(driver, [case])
+        got = run(driver, [case[:-1] + (c,) for c in cands[1:]])
+        assert got == cands[1:] and rules not in got and len(set(got)) == len(got), case
+
+
+def table_entries():
+    tables = os.path.join(ROOT, "torch_tiled_gemm", "tables")
+    for fname in sorted(os.listdir(tables)):
+        if not fname.endswith(".tsv"):
+            continue
+        with open(os.path.join(tables, fname)) as f:
+            for n, line in enumerate(f, 1):
+                if line.strip() and not line.startswith("#"):
+                    yield fname, n, line.rstrip("\n").split("\t")
+
+
+def test_table_names_existing_configurations(driver):
+    """The shipped tables parse (class key, configuration, what it measured)
+    and every entry names a configuration of its class's dtype and layout."""
+    seen = 0
+    for fname, n, fields in table_entries():
+        assert len(fields) == 3, (fname, n, fields)
+        key = dict(kv.split("=", 1) for kv in fields[0].split(";"))
+        assert set(key) == {"gpu", "sms", "dtype", "tf32", "layout", "m", "n", "k", "batched"}, (fname, n)
+        dtype = {"bfloat16": "bf16", "float16": "f16"}.get(key["dtype"], "tf32" if key["tf32"] == "1" else "f32")
+        assert fields[1] in names_for(driver, dtype, key["layout"]), (fname, n, fields[1])
+        assert fields[2].startswith("gain "), (fname, n)
+        seen += 1
+    assert seen > 100
+
+
+# The run-time switches: these three, and nothing else read from the
+# environment by the extension (build-time names such as TILED_WITH_SM90A
+# are preprocessor macros, not strings).
+SWITCHES = {"TILED_CONFIG", "TILED_DISABLE_KERNELS", "TILED_AUTOTUNE_CACHE"}
+
+
+def test_only_three_runtime_switches():
+    found = {}
+    for dirpath, _, files in os.walk(os.path.join(ROOT, "csrc")):
+        for fname in files:
+            path = os.path.join(dirpath, fname)
+            with open(path, errors="replace") as f:
+                text = f.read()
+            for name in re.findall(r'"(TILED_[A-Z0-9_]+)"', text):
+                found.setdefault(name, []).append(os.path.relpath(path, ROOT))
+            for m in re.finditer(r"\b(getenv|setting)\s*\(\s*([^)]*)\)", text):
+                arg = m.group(2).strip()
+                if arg.startswith('"'):
+                    assert arg.strip('"') in SWITCHES, (path, m.group(0))
+    assert set(found) <= SWITCHES, {k: v for k, v in found.items() if k not in SWITCHES}
