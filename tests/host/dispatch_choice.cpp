@@ -18,17 +18,13 @@
 #include "cuda/autotune.h"
 #include "cuda/dispatch.h"
 #include "cuda/hopper/hopper.h"
+#include "sm90_launch_stubs.h"
 #include "cuda/skinny/skinny.h"
 #include "cuda/ladder/ladder_steps.h"
 #include "cuda/sm80/sm80.h"
 
 namespace tiled {
 namespace cuda {
-namespace sm90 {
-const char* launch_bf16(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
-const char* launch_f16(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
-const char* launch_tf32(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
-}  // namespace sm90
 namespace skinny {
 const char* launch_bf16(const Launch&, cudaStream_t) { return nullptr; }
 const char* launch_f16(const Launch&, cudaStream_t) { return nullptr; }

@@ -12,16 +12,7 @@
 #include <cstring>
 
 #include "cuda/hopper/hopper.h"
-
-namespace tiled {
-namespace cuda {
-namespace sm90 {
-const char* launch_bf16(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
-const char* launch_f16(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
-const char* launch_tf32(const GemmProblem&, const DeviceInfo&, cudaStream_t, Choice, void*) { return nullptr; }
-}  // namespace sm90
-}  // namespace cuda
-}  // namespace tiled
+#include "sm90_launch_stubs.h"
 
 int main(int argc, char** argv) {
   const bool forced = argc > 1 && std::strcmp(argv[1], "--forced") == 0;
