@@ -6,9 +6,9 @@ elsewhere, under another torch) and adds the run to an ABI record:
 
 Run it once per environment (each with the same wheel installed, e.g.
 `pip install --no-deps dist/torch_tiled_gemm-*.whl`), from the repository's
-root; the first run creates the record, later ones append.  The suite runs as
-`python -P -m pytest`, so the installed package is imported, never the
-source tree's (docs/abi.md).
+root; the first run creates the record, later ones append.  The suite runs
+with the working directory kept off sys.path, so the installed package is
+imported, never the source tree's (docs/abi.md).
 
     python benchmarks/abi_record.py --wheel torch_tiled_gemm-0.1.0-cp310-abi3-linux_x86_64.whl \
         --built-with-torch 2.14.1 --out benchmarks/results/abi-2026-11-27-abc1234.json [-- pytest args]
@@ -20,6 +20,12 @@ import re
 import subprocess
 import sys
 import time
+
+
+# `python -c` puts the working directory first on sys.path, where the source
+# tree's torch_tiled_gemm (without its compiled library) would shadow the
+# installed one; `-P` would do this, but only from Python 3.11 on.
+NO_CWD = "import os, sys; sys.path[:] = [p for p in sys.path if p not in ('', os.getcwd())]; "
 
 
 def suite_counts(output):
@@ -38,16 +44,17 @@ def main():
     ap.add_argument("pytest_args", nargs="*", help="after --: extra pytest arguments (default: -q tests)")
     args = ap.parse_args()
 
-    probe = ("import json, torch, torch_tiled_gemm as t; print(json.dumps({'torch': torch.__version__, "
+    probe = (NO_CWD + "import json, torch, torch_tiled_gemm as t; print(json.dumps({'torch': torch.__version__, "
              "'so': t._C.__file__, 'device': torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'}))")
-    info = json.loads(subprocess.run([sys.executable, "-P", "-c", probe], check=True, capture_output=True,
+    info = json.loads(subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
                                      text=True).stdout)
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "torch_tiled_gemm")
     if os.path.commonpath([os.path.abspath(info["so"]), src]) == src:
         sys.exit(f"the source tree's extension is imported ({info['so']}), not an installed wheel")
 
     t0 = time.time()
-    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", *(args.pytest_args or ["-q", "tests"])],
+    pytest_args = args.pytest_args or ["-q", "tests"]
+    proc = subprocess.run([sys.executable, "-c", NO_CWD + f"import pytest; sys.exit(pytest.main({pytest_args!r}))"],
                           capture_output=True, text=True)
     tail = proc.stdout.strip()
     print(tail[-3000:])
