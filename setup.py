@@ -135,6 +135,14 @@ class BuildExt(cpp_extension.BuildExtension.with_options(use_ninja=True)):
     -O1` into an object that is linked in (rebuilt when it is older than any
     file under csrc/)."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        # One object folder for every build of this checkout: the editable
+        # install builds in a fresh temporary folder otherwise, and a wheel
+        # built after it (the README's Tests command, CI) would compile the
+        # CUDA kernels again; ninja reuses what is up to date.
+        self.build_temp = os.path.join(ROOT, "build", "objects")
+
     def build_extension(self, ext):
         for src in getattr(ext, "ptxas_o1_sources", []):
             obj = self._ptxas_o1_object(src, ext.ptxas_o1_flags)

@@ -111,7 +111,9 @@ def test_candidates_run_as_named(driver):
 
 
 def table_entries():
-    tables = os.path.join(ROOT, "torch_tiled_gemm", "tables")
+    import torch_tiled_gemm  # the tables the installed package ships (editable or wheel)
+
+    tables = os.path.join(os.path.dirname(torch_tiled_gemm.__file__), "tables")
     for fname in sorted(os.listdir(tables)):
         if not fname.endswith(".tsv"):
             continue
