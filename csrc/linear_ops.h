@@ -23,13 +23,7 @@ inline Tensor transposed(const Tensor& w) { return strided_view(w, {w.size(1), w
 // contiguous tensor: a view).
 inline Tensor as_linear_out(const Tensor& out, const Tensor& x, int64_t out_features) {
   const std::vector<int64_t> shape = linear_out_shape(x, out_features);
-  std::vector<int64_t> strides(shape.size());
-  int64_t s = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= shape[d] > 1 ? shape[d] : 1;
-  }
-  return strided_view(out, shape, strides);
+  return strided_view(out, shape, contiguous_strides(shape));
 }
 
 inline std::optional<Tensor> opt_matrix(const std::optional<Tensor>& t) {

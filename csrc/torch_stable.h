@@ -12,6 +12,7 @@
 
 #include <array>
 #include <initializer_list>
+#include <vector>
 
 namespace tiled {
 
@@ -34,15 +35,20 @@ Tensor call_op(const char* name, const char* overload, const Args&... args) {
 // An uninitialised contiguous tensor of `like`'s dtype (or bytes) and
 // device.  Straight through the C shim (no dispatcher round trip: this is on
 // every call's path).
-inline Tensor empty_like_dev(IntArrayRef shape, const Tensor& like, bool bytes = false) {
-  const int64_t nd = static_cast<int64_t>(shape.size());
-  int64_t strides[8];
-  STD_TORCH_CHECK(nd <= 8, "tiled: too many dims");
+// Row-major strides of `shape` (torch's: a dim of size 0 or 1 counts as 1).
+inline std::vector<int64_t> contiguous_strides(IntArrayRef shape) {
+  std::vector<int64_t> strides(shape.size());
   int64_t s = 1;
-  for (int64_t d = nd - 1; d >= 0; --d) {
+  for (size_t d = shape.size(); d-- > 0;) {
     strides[d] = s;
     s *= shape[d] > 1 ? shape[d] : 1;
   }
+  return strides;
+}
+
+inline Tensor empty_like_dev(IntArrayRef shape, const Tensor& like, bool bytes = false) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  const std::vector<int64_t> strides = contiguous_strides(shape);
   int32_t dtype, device_type, device_index;
   AtenTensorHandle h = like.get();
   STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(h, &dtype));
@@ -51,7 +57,7 @@ inline Tensor empty_like_dev(IntArrayRef shape, const Tensor& like, bool bytes =
   if (bytes) dtype = aoti_torch_dtype_uint8();
   AtenTensorHandle out;
   STABLE_TORCH_ERROR_CODE_CHECK(
-      aoti_torch_empty_strided(nd, shape.data(), strides, dtype, device_type, device_index, &out));
+      aoti_torch_empty_strided(nd, shape.data(), strides.data(), dtype, device_type, device_index, &out));
   return Tensor(out);
 }
 

@@ -15,11 +15,9 @@
 
 #include <torch/csrc/stable/ops.h>
 #include <torch/headeronly/util/BFloat16.h>
-#include <torch/headeronly/util/Exception.h>
 #include <torch/headeronly/util/Half.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 

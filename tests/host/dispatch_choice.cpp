@@ -18,7 +18,7 @@
 #include "cuda/autotune.h"
 #include "cuda/dispatch.h"
 #include "cuda/hopper/hopper.h"
-#include "sm90_launch_stubs.h"
+#include "host_driver.h"
 #include "cuda/skinny/skinny.h"
 #include "cuda/ladder/ladder_steps.h"
 #include "cuda/sm80/sm80.h"
@@ -75,10 +75,7 @@ int main(int argc, char** argv) {
   long long M, N, K, batch;
   char dt[16], layout[8], config[160];
   while (std::scanf("%lld %lld %lld %lld %15s %7s %159s", &M, &N, &K, &batch, dt, layout, config) == 7) {
-    if (std::strcmp(config, "-") == 0)
-      unsetenv("TILED_CONFIG");
-    else
-      setenv("TILED_CONFIG", config, 1);
+    force_config(config);
     GemmProblem p;
     p.M = M, p.N = N, p.K = K, p.batch = batch;
     const std::string d(dt);

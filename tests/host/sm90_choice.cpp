@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "cuda/hopper/hopper.h"
-#include "sm90_launch_stubs.h"
+#include "host_driver.h"
 
 int main(int argc, char** argv) {
   const bool forced = argc > 1 && std::strcmp(argv[1], "--forced") == 0;
@@ -29,10 +29,7 @@ int main(int argc, char** argv) {
   while (std::scanf("%lld %lld %lld %lld %d", &M, &N, &K, &batch, &dt) == 5) {
     if (forced) {
       if (std::scanf("%127s", config) != 1) return 1;
-      if (std::strcmp(config, "-") == 0)
-        unsetenv("TILED_CONFIG");
-      else
-        setenv("TILED_CONFIG", config, 1);
+      force_config(config);
     }
     GemmProblem p;
     p.M = M, p.N = N, p.K = K, p.batch = batch;

@@ -1,7 +1,19 @@
-// The sm90 family's launchers as no-ops, for the host drivers that compile
-// the dispatch choice without any kernel (one translation unit each).
+// What the host drivers (one translation unit each) share: the sm90
+// family's launchers as no-ops, so the dispatch choice compiles without any
+// kernel, and the TILED_CONFIG setting a driver line asks for.
 #pragma once
+#include <cstdlib>
+#include <cstring>
+
 #include "cuda/hopper/hopper.h"
+
+// "-": unset; anything else: TILED_CONFIG=config.
+inline void force_config(const char* config) {
+  if (std::strcmp(config, "-") == 0)
+    unsetenv("TILED_CONFIG");
+  else
+    setenv("TILED_CONFIG", config, 1);
+}
 
 namespace tiled {
 namespace cuda {
