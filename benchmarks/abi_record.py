@@ -14,6 +14,7 @@ imported, never the source tree's (docs/abi.md).
         --built-with-torch 2.14.1 --out benchmarks/results/abi-2026-11-27-abc1234.json [-- pytest args]
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -38,7 +39,8 @@ def suite_counts(output):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--wheel", required=True, help="the wheel's file name (as installed)")
+    ap.add_argument("--wheel", required=True, help="the wheel file that was installed (its name and sha256 are "
+                    "recorded), or just its name")
     ap.add_argument("--built-with-torch", required=True, help="the torch version whose headers built it")
     ap.add_argument("--out", required=True, help="the record (created, or appended to)")
     ap.add_argument("pytest_args", nargs="*", help="after --: extra pytest arguments (default: -q tests)")
@@ -64,11 +66,15 @@ def main():
     run.setdefault("passed", 0)
     run.setdefault("failed", 0)
 
-    record = {"wheel": args.wheel, "built_with_torch": args.built_with_torch, "runs": []}
+    wheel = {"wheel": os.path.basename(args.wheel)}
+    if os.path.isfile(args.wheel):
+        wheel["wheel_sha256"] = hashlib.sha256(open(args.wheel, "rb").read()).hexdigest()
+    record = {**wheel, "built_with_torch": args.built_with_torch, "runs": []}
     if os.path.exists(args.out):
         record = json.load(open(args.out))
-        if record["wheel"] != args.wheel:
-            sys.exit(f"{args.out} records {record['wheel']}, not {args.wheel}")
+        for k, v in wheel.items():
+            if record.get(k, v) != v:
+                sys.exit(f"{args.out} records {k} {record[k]}, not {v}: another wheel")
     record["runs"].append(run)
     with open(args.out, "w") as f:
         json.dump(record, f, indent=1)

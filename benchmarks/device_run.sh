@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, full tests, benchmarks.  Stages are
-# picked with STAGES (default "build test bench ladder"; also sass, gdb,
-# reliability, dist, ab, cluster, sweep), so a long session can be split over two
+# picked with STAGES (default "build test bench ladder"; also wheel + abi,
+# sass, gdb, reliability, dist, ab, cluster, sweep, explore, ncu), so a long session can be split over two
 # calls on the same warm machine:
 #   STAGES="build test" bash benchmarks/device_run.sh
 #   STAGES="bench ladder" bash benchmarks/device_run.sh
@@ -43,6 +43,34 @@ if has sass; then
        END{for (n in f) printf "%-90s FFMA %6d HGMMA %5d LDL/STL %d\n", substr(n,1,90), f[n], h[n], l[n];
            for (n in h) if (!(n in f)) printf "%-90s FFMA %6d HGMMA %5d LDL/STL %d\n", substr(n,1,90), 0, h[n], l[n]}' \
        /tmp/sass.txt >>"$LOG"
+fi
+if has wheel; then
+  # A wheel built elsewhere (dist/, carried), installed without rebuilding;
+  # the later stages run in a copy of the checkout without the package's
+  # sources, so they import the installed wheel (docs/abi.md).  Idempotent,
+  # so that several runs of this script in one call can share it.
+  WHEEL=$(ls "$PWD"/dist/torch_tiled_gemm-*.whl | head -1)
+  if [ ! -d /tmp/site/torch_tiled_gemm ]; then
+    say "wheel: install $(basename "$WHEEL")"
+    $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$WHEEL" $(ls .whl/*.whl 2>/dev/null) >>"$LOG" 2>&1
+    rm -rf /tmp/checkout && mkdir -p /tmp/checkout
+    tar -cf - --exclude=./torch_tiled_gemm --exclude=./dist --exclude=./.whl --exclude=./build --exclude=./.git . \
+      | tar -xf - -C /tmp/checkout
+  fi
+  export PYTHONPATH=/tmp/site
+  cd /tmp/checkout
+fi
+if has abi; then
+  # The full suite against the installed wheel, added to an ABI record
+  # (ABI_RECORD: an existing record of the same wheel to append to).
+  rec="$OUT/results/abi.json"
+  [ -n "${ABI_RECORD:-}" ] && cp "$ABI_RECORD" "$rec"
+  say "abi: suite against $(basename "$WHEEL")"
+  timeout ${TEST_TIMEOUT:-540} $PY benchmarks/abi_record.py --wheel "$WHEEL" --built-with-torch "${BUILT_WITH:-unknown}" \
+    --out "$rec" -- -q -rfEs -p timeout --timeout=300 -n ${PYTEST_WORKERS:-8} --dist loadfile tests >"$OUT/tests.log" 2>&1
+  rc=$?
+  grep -E "^(FAILED|ERROR)|passed|failed|crashed|node down" "$OUT/tests.log" | tail -60 >>"$LOG"
+  say "abi rc=$rc (full output: tests.log)"
 fi
 if has test; then
   # New kernels first, each alone under a hard timeout: a barrier bug hangs

@@ -3,15 +3,18 @@ test at scale, compute-sanitizer over every kernel family, and tf32's error
 against cuBLAS's.
 
     python benchmarks/reliability.py --out DIR [--fuzz-cases 50000]
-        [--tools memcheck,racecheck,initcheck,synccheck] [--skip opinfo,fuzz,sanitizer,tf32] [--part I/N --merge]
+        [--tools memcheck,racecheck,initcheck,synccheck] [--skip opinfo,fuzz,sanitizer,tf32]
+        [--jobs N] [--shares initcheck=4] [--part I/N --merge]
 
 Writes DIR/reliability-<gpu>-<date>-<commit>.json:
     {"gpu", "commit", "date", "opinfo": {"passed", "failed"},
      "fuzz": {"cases", "failed"}, "sanitizer": {tool: errors, ...},
      "tf32_err_ratio": worst ours / cuBLAS error against float64, "tf32": [per case]}
 A sanitizer value is the tool's error count (-1: the run did not finish or
-printed no summary); its log goes beside the JSON.  Parts can be merged
-into an existing record with --merge (the same path is rewritten).
+printed no summary); its log goes beside the JSON.  --jobs runs the pieces
+(OpInfo, fuzz, each sanitizer or each share of one) side by side, so the
+whole record fits one call; parts can also be merged into an existing record
+over several calls with --part and --merge (the same path is rewritten).
 """
 import argparse
 import json
@@ -19,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 import torch
@@ -32,54 +36,98 @@ TF32_SHAPES = [(4096, 4096, 4096), (1024, 1024, 8192), (128, 4096, 4096), (777, 
                (4095, 4095, 4095), (48, 4096, 1024), (1536, 4096, 2048)]
 
 
-def run(cmd, log, env=None, timeout=None):
-    with open(log, "w") as f:
-        try:
-            p = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                               timeout=timeout)
-            return p.returncode
-        except subprocess.TimeoutExpired:
-            f.write(f"\n[timed out after {timeout} s]\n")
-            return None
+class Job:
+    """One piece of the record run as its own process (output to `log`),
+    killed after `timeout` seconds; `finish(returncode)` turns it into the
+    record's value.  Jobs run side by side (--jobs): the pieces are tiny
+    kernels under slow host-side tools, so one GPU takes several at once."""
+
+    def __init__(self, key, cmd, log, finish, env=None, timeout=None):
+        self.key, self.cmd, self.log, self.finish, self.env, self.timeout = key, cmd, log, finish, env, timeout
+        self.proc = self.started = None
+
+    def start(self):
+        self.file = open(self.log, "w")
+        self.proc = subprocess.Popen(self.cmd, cwd=ROOT, stdout=self.file, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(self.env or {})})
+        self.started = time.time()
+
+    def poll(self):
+        """The return code once finished (None: timed out), else False."""
+        rc = self.proc.poll()
+        if rc is None and self.timeout and time.time() - self.started > self.timeout:
+            self.proc.kill()
+            self.proc.wait()
+            self.file.write(f"\n[timed out after {self.timeout} s]\n")
+            rc = None
+        elif rc is None:
+            return False
+        self.file.close()
+        return rc
 
 
-def opinfo(out_dir):
+def run_jobs(jobs, parallel, on_done):
+    waiting, running = list(jobs), []
+    while waiting or running:
+        while waiting and len(running) < parallel:
+            job = waiting.pop(0)
+            job.start()
+            running.append(job)
+        time.sleep(0.5)
+        for job in list(running):
+            rc = job.poll()
+            if rc is not False:
+                running.remove(job)
+                on_done(job, job.finish(rc))
+
+
+def opinfo_job(out_dir):
     xml = os.path.join(out_dir, "opinfo.xml")
-    run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_opinfo.py", f"--junitxml={xml}"],
-        os.path.join(out_dir, "opinfo.log"), timeout=900)
-    suite = ET.parse(xml).getroot()
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
-    total, failed = int(suite.get("tests")), int(suite.get("failures")) + int(suite.get("errors"))
-    skipped = int(suite.get("skipped"))
-    return {"passed": total - failed - skipped, "failed": failed, "skipped": skipped}
+
+    def finish(_rc):
+        if not os.path.exists(xml):
+            return {"passed": 0, "failed": -1, "skipped": 0}
+        suite = ET.parse(xml).getroot()
+        suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+        total, failed = int(suite.get("tests")), int(suite.get("failures")) + int(suite.get("errors"))
+        skipped = int(suite.get("skipped"))
+        return {"passed": total - failed - skipped, "failed": failed, "skipped": skipped}
+
+    return Job("opinfo", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_opinfo.py",
+                          f"--junitxml={xml}"], os.path.join(out_dir, "opinfo.log"), finish, timeout=900)
 
 
-def fuzz(out_dir, cases):
+def fuzz_job(out_dir, cases):
     path = os.path.join(out_dir, "fuzz.json")
-    run([sys.executable, "benchmarks/fuzz.py", "--cases", str(cases), "--out", path],
-        os.path.join(out_dir, "fuzz.log"), timeout=3600)
-    with open(path) as f:
-        r = json.load(f)
-    return {"cases": r["cases"], "failed": r["failed"],
-            "failures": r.get("failures", [])[:10]}
+
+    def finish(_rc):
+        if not os.path.exists(path):
+            return {"cases": 0, "failed": -1}
+        with open(path) as f:
+            r = json.load(f)
+        return {"cases": r["cases"], "failed": r["failed"], "failures": r.get("failures", [])[:10]}
+
+    return Job("fuzz", [sys.executable, "benchmarks/fuzz.py", "--cases", str(cases), "--out", path],
+               os.path.join(out_dir, "fuzz.log"), finish, timeout=3600)
 
 
-def sanitizer(out_dir, tools, part=None):
-    """Error counts per tool (-1: the cases did not finish); `part` "I/N"
-    runs that share of the cases only (benchmarks/sanitize_cases.py --part)."""
-    counts = {}
-    for tool in tools:
-        log = os.path.join(out_dir, f"sanitizer-{tool}.log")
-        # Every allocation its own cudaMalloc: a stray access lands outside any.
-        run(["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", sys.executable,
-             "benchmarks/sanitize_cases.py", *(["--part", part] if part else [])], log,
-            env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, timeout=1800)
+def sanitizer_job(out_dir, tool, part=None):
+    """compute-sanitizer `tool` over benchmarks/sanitize_cases.py (share
+    `part` "I/N" of its cases, or all); the value is the tool's error count,
+    -1 when the cases did not finish or it printed no summary."""
+    log = os.path.join(out_dir, f"sanitizer-{tool}{'-part' + part.replace('/', 'of') if part else ''}.log")
+
+    def finish(_rc):
         text = open(log).read()
-        m = re.findall(r"ERROR SUMMARY: (\d+) error", text) or re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
+        m = re.findall(r"ERROR SUMMARY: (\d+) error", text) or \
+            re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
         done = "sanitize cases done, 0 numerical failures" in text
-        counts[tool] = int(m[-1]) if m and done else -1
-        print(f"sanitizer {tool}: {counts[tool]}", flush=True)
-    return counts
+        return int(m[-1]) if m and done else -1
+
+    # Every allocation its own cudaMalloc: a stray access lands outside any.
+    return Job((tool, part), ["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", sys.executable,
+                              "benchmarks/sanitize_cases.py", *(["--part", part] if part else [])],
+               log, finish, env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, timeout=1800)
 
 
 def tf32_ratio():
@@ -107,10 +155,14 @@ def main():
     p.add_argument("--fuzz-cases", type=int, default=50000)
     p.add_argument("--tools", default="memcheck,racecheck,initcheck,synccheck")
     p.add_argument("--skip", default="")
+    p.add_argument("--jobs", type=int, default=1, help="pieces run side by side (default 1: one after another)")
+    p.add_argument("--shares", default="", metavar="TOOL=N,...",
+                   help="run sanitizer TOOL's cases as N shares (separate processes, counted together), "
+                        "e.g. initcheck=4")
     p.add_argument("--merge", action="store_true", help="keep the parts of an existing record not run now")
     p.add_argument("--part", default=None, metavar="I/N",
-                   help="the sanitizers over share I of N of the cases (with --merge over several calls: a tool's "
-                        "count is the sum once all N shares are in, -1 until then)")
+                   help="the sanitizers over share I of N of the cases only (with --merge over several calls: a "
+                        "tool's count is the sum once all N shares are in, -1 until then)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     info = env_info("cuda")
@@ -120,34 +172,47 @@ def main():
         with open(path) as f:
             rec = {**json.load(f), **rec}
     skip = set(a.skip.split(",")) - {""}
+    shares = {t: int(n) for t, n in (kv.split("=") for kv in a.shares.split(",") if kv)}
 
     def save():
         with open(path, "w") as f:
             json.dump(rec, f, indent=1)
 
+    jobs = []
+    if "opinfo" not in skip:
+        jobs.append(opinfo_job(a.out))
+    if "fuzz" not in skip:
+        jobs.append(fuzz_job(a.out, a.fuzz_cases))
+    if "sanitizer" not in skip:
+        for tool in filter(None, a.tools.split(",")):
+            if a.part:
+                jobs.append(sanitizer_job(a.out, tool, a.part))
+            else:
+                n = shares.get(tool, 1)
+                jobs += [sanitizer_job(a.out, tool, f"{i}/{n}" if n > 1 else None) for i in range(n)]
+
+    def done(job, value):
+        if job.key in ("opinfo", "fuzz"):
+            rec[job.key] = value
+        else:
+            tool, part = job.key
+            if part:  # a share: the tool's count is the sum once all N shares are in, -1 until then
+                n = part.split("/")[1]
+                parts = rec.setdefault("sanitizer_parts", {}).setdefault(tool, {})
+                parts[part] = value
+                got = [v for k, v in parts.items() if k.endswith(f"/{n}")]
+                value = sum(got) if len(got) == int(n) and min(got) >= 0 else -1
+            rec.setdefault("sanitizer", {})[tool] = value
+        print(f"{job.key}: {value if job.key != 'fuzz' else {k: value[k] for k in ('cases', 'failed')}} "
+              f"({time.time() - job.started:.0f} s)", flush=True)
+        save()
+
+    # The tf32 cases run here (timed against cuBLAS) before the other pieces
+    # start, so that they do not share the GPU.
     if "tf32" not in skip:
         rec["tf32_err_ratio"], rec["tf32"] = tf32_ratio()
         save()
-    if "opinfo" not in skip:
-        rec["opinfo"] = opinfo(a.out)
-        print("opinfo", rec["opinfo"], flush=True)
-        save()
-    if "fuzz" not in skip:
-        rec["fuzz"] = fuzz(a.out, a.fuzz_cases)
-        print("fuzz", {k: rec["fuzz"][k] for k in ("cases", "failed")}, flush=True)
-        save()
-    if "sanitizer" not in skip:
-        tools = [t for t in a.tools.split(",") if t]
-        counts = sanitizer(a.out, tools, a.part)
-        if a.part:
-            n = int(a.part.split("/")[1])
-            for tool, c in counts.items():
-                shares = rec.setdefault("sanitizer_parts", {}).setdefault(tool, {})
-                shares[a.part] = c
-                done = [v for k, v in shares.items() if k.endswith(f"/{n}")]
-                counts[tool] = sum(done) if len(done) == n and min(done) >= 0 else -1
-        rec.setdefault("sanitizer", {}).update(counts)
-        save()
+    run_jobs(jobs, a.jobs, done)
     print(json.dumps({k: v for k, v in rec.items() if k != "tf32"}, indent=1))
     print("wrote", path)
 

@@ -227,6 +227,8 @@ _linear = torch.ops.tiled.linear.default
 _gemm_epilogue = torch.ops.tiled.gemm_epilogue.default
 _linear_act = torch.ops.tiled.linear_act.default
 _gated_linear = torch.ops.tiled.gated_linear.default
+_gemm_redispatch = _gemm._handle.redispatch_boxed
+_linear_redispatch = _linear._handle.redispatch_boxed
 
 
 def _needs_grad(*ts):
@@ -289,29 +291,31 @@ class _GemmFn(torch.autograd.Function):
         ctx.save_for_backward(a, b)
         ctx.has_bias = bias is not None
         with _below_autograd():
-            return _gemm.redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+            return _gemm_redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         grad_a = grad_b = grad_bias = None
         if ctx.needs_input_grad[1]:  # [.., M, N] x [.., N, K]
-            grad_a = _reduce_to(torch.ops.tiled.gemm(grad, b.transpose(-1, -2)), a.dim())
+            grad_a = _reduce_to(_gemm(grad, b.transpose(-1, -2)), a.dim())
         if ctx.needs_input_grad[2]:
             if b.dim() == 2 and a.dim() == 3 and grad.dim() == 3:
                 # Shared weight: one GEMM over all batches, [K, B*M] x [B*M, N].
-                grad_b = torch.ops.tiled.gemm(_as_matrix(a).t(), _as_matrix(grad))
+                grad_b = _gemm(_as_matrix(a).t(), _as_matrix(grad))
             else:
-                grad_b = _reduce_to(torch.ops.tiled.gemm(a.transpose(-1, -2), grad), b.dim())
+                grad_b = _reduce_to(_gemm(a.transpose(-1, -2), grad), b.dim())
         if ctx.has_bias and ctx.needs_input_grad[3]:
             grad_bias = grad.sum((0, 1)) if grad.dim() == 3 else grad.sum(0)
         return None, grad_a, grad_b, grad_bias
 
 
 def _gemm_autograd(keyset, a, b, bias=None):
-    if _needs_grad(a, b, bias):
+    # The no-gradient path is every inference call's: kept to the fewest
+    # Python steps (no helper call, the op handle's redispatch directly).
+    if _grad_enabled() and (a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)):
         return _GemmFn.apply(keyset, a, b, bias)
-    return _gemm.redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+    return _gemm_redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
 
 
 class _LinearFn(torch.autograd.Function):
@@ -323,7 +327,7 @@ class _LinearFn(torch.autograd.Function):
         ctx.save_for_backward(x, weight)
         ctx.has_bias = bias is not None
         with _below_autograd():
-            return _linear.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
+            return _linear_redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
 
     @staticmethod
     def backward(ctx, grad):
@@ -331,18 +335,18 @@ class _LinearFn(torch.autograd.Function):
         grad_x = grad_w = grad_b = None
         g = _as_matrix(grad)  # [tokens, out]
         if ctx.needs_input_grad[1]:
-            grad_x = torch.ops.tiled.gemm(g, weight).reshape(x.shape)
+            grad_x = _gemm(g, weight).reshape(x.shape)
         if ctx.needs_input_grad[2]:
-            grad_w = torch.ops.tiled.gemm(g.t(), _as_matrix(x))  # [out, in]
+            grad_w = _gemm(g.t(), _as_matrix(x))  # [out, in]
         if ctx.has_bias and ctx.needs_input_grad[3]:
             grad_b = g.sum(0)
         return None, grad_x, grad_w, grad_b
 
 
 def _linear_autograd(keyset, x, weight, bias=None):
-    if _needs_grad(x, weight, bias):
+    if _grad_enabled() and (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)):
         return _LinearFn.apply(keyset, x, weight, bias)
-    return _linear.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
+    return _linear_redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
 
 
 class _LinearActFn(torch.autograd.Function):
@@ -370,9 +374,9 @@ class _LinearActFn(torch.autograd.Function):
         g = _as_matrix(grad)
         dz = g if pre is None else _activation_backward(g, pre, ctx.act)
         if ctx.needs_input_grad[0]:
-            grad_x = torch.ops.tiled.gemm(dz, weight).reshape(x.shape)
+            grad_x = _gemm(dz, weight).reshape(x.shape)
         if ctx.needs_input_grad[1]:
-            grad_w = torch.ops.tiled.gemm(dz.t(), _as_matrix(x))
+            grad_w = _gemm(dz.t(), _as_matrix(x))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             grad_b = dz.sum(0)
         return grad_x, grad_w, grad_b, None, grad_r
@@ -414,12 +418,12 @@ class _GatedLinearFn(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             # dx = d_gate W_gate + d_up W_up: the second GEMM adds the first's
             # result in its epilogue (residual).
-            part = torch.ops.tiled.gemm(d_gate, w_gate)
-            grad_x = torch.ops.tiled.gemm_epilogue(d_up, w_up, None, "none", None, part, False)[0].reshape(x.shape)
+            part = _gemm(d_gate, w_gate)
+            grad_x = _gemm_epilogue(d_up, w_up, None, "none", None, part, False)[0].reshape(x.shape)
         if ctx.needs_input_grad[1]:
-            grad_wg = torch.ops.tiled.gemm(d_gate.t(), x2)
+            grad_wg = _gemm(d_gate.t(), x2)
         if ctx.needs_input_grad[2]:
-            grad_wu = torch.ops.tiled.gemm(d_up.t(), x2)
+            grad_wu = _gemm(d_up.t(), x2)
         if ctx.has_b_gate and ctx.needs_input_grad[4]:
             grad_bg = d_gate.sum(0)
         if ctx.has_b_up and ctx.needs_input_grad[5]:
