@@ -43,6 +43,7 @@ def main():
                     "recorded), or just its name")
     ap.add_argument("--built-with-torch", required=True, help="the torch version whose headers built it")
     ap.add_argument("--out", required=True, help="the record (created, or appended to)")
+    ap.add_argument("--log", help="where to write pytest's whole output (default: only its end is printed)")
     ap.add_argument("pytest_args", nargs="*", help="after --: extra pytest arguments (default: -q tests)")
     args = ap.parse_args()
 
@@ -59,6 +60,11 @@ def main():
     proc = subprocess.run([sys.executable, "-c", NO_CWD + f"import pytest; sys.exit(pytest.main({pytest_args!r}))"],
                           capture_output=True, text=True)
     tail = proc.stdout.strip()
+    if args.log:
+        with open(args.log, "w") as f:
+            f.write(proc.stdout + proc.stderr)
+    # the failures' summary lines wherever they are, then the end
+    print("\n".join(line for line in tail.splitlines() if line.startswith(("FAILED", "ERROR"))))
     print(tail[-3000:])
     run = {"torch": info["torch"], "device": info["device"], "python": sys.version.split()[0],
            "extension": os.path.basename(info["so"]), **suite_counts(tail), "exit_code": proc.returncode,

@@ -50,14 +50,20 @@ if has wheel; then
   # sources, so they import the installed wheel (docs/abi.md).  Idempotent,
   # so that several runs of this script in one call can share it.
   WHEEL=$(ls "$PWD"/dist/torch_tiled_gemm-*.whl | head -1)
-  if [ ! -d /tmp/site/torch_tiled_gemm ]; then
-    say "wheel: install $(basename "$WHEEL")"
-    $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$WHEEL" $(ls .whl/*.whl 2>/dev/null) >>"$LOG" 2>&1
-    rm -rf /tmp/checkout && mkdir -p /tmp/checkout
-    tar -cf - --exclude=./torch_tiled_gemm --exclude=./dist --exclude=./.whl --exclude=./build --exclude=./.git . \
-      | tar -xf - -C /tmp/checkout
+  site=/tmp/site-$(sha256sum "$WHEEL" | cut -c1-12)
+  if [ ! -d "$site/torch_tiled_gemm" ]; then
+    say "wheel: install $(basename "$WHEEL") into $site"
+    $PY -m pip install -q --no-index --no-deps --no-compile --target "$site" "$WHEEL" $(ls .whl/*.whl 2>/dev/null) >>"$LOG" 2>&1
   fi
-  export PYTHONPATH=/tmp/site
+  # (copied again when a file here is newer than the last copy: a new call's tree)
+  if [ ! -f /tmp/checkout/.copied ] || [ -n "$(find . -path ./dist -prune -o -path ./.whl -prune -o -type f \
+       -newer /tmp/checkout/.copied -print -quit)" ]; then
+    rm -rf /tmp/checkout && mkdir -p /tmp/checkout
+    tar -cf - --exclude=./torch_tiled_gemm --exclude=./dist --exclude=./.whl --exclude=./build --exclude=./.git --exclude="./.venv*" . \
+      | tar -xf - -C /tmp/checkout
+    touch /tmp/checkout/.copied
+  fi
+  export PYTHONPATH=$site
   cd /tmp/checkout
 fi
 if has abi; then
@@ -66,8 +72,9 @@ if has abi; then
   rec="$OUT/results/abi.json"
   [ -n "${ABI_RECORD:-}" ] && cp "$ABI_RECORD" "$rec"
   say "abi: suite against $(basename "$WHEEL")"
-  timeout ${TEST_TIMEOUT:-540} $PY benchmarks/abi_record.py --wheel "$WHEEL" --built-with-torch "${BUILT_WITH:-unknown}" \
-    --out "$rec" -- -q -rfEs -p timeout --timeout=300 -n ${PYTEST_WORKERS:-8} --dist loadfile tests >"$OUT/tests.log" 2>&1
+  # torch's CPU threads shared out among the workers (16 each would oversubscribe the cores)
+  OMP_NUM_THREADS=$(( ($(nproc) + ${PYTEST_WORKERS:-8} - 1) / ${PYTEST_WORKERS:-8} )) timeout ${TEST_TIMEOUT:-540} $PY benchmarks/abi_record.py --wheel "$WHEEL" --built-with-torch "${BUILT_WITH:-unknown}" \
+    --out "$rec" --log "$OUT/pytest.log" -- -q -rfEs -p timeout --timeout=300 -n ${PYTEST_WORKERS:-8} --dist loadfile tests >"$OUT/tests.log" 2>&1
   rc=$?
   grep -E "^(FAILED|ERROR)|passed|failed|crashed|node down" "$OUT/tests.log" | tail -60 >>"$LOG"
   say "abi rc=$rc (full output: tests.log)"

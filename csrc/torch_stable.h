@@ -12,6 +12,8 @@
 
 #include <array>
 #include <initializer_list>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace tiled {
@@ -32,9 +34,9 @@ Tensor call_op(const char* name, const char* overload, const Args&... args) {
   return torch::stable::detail::to<Tensor>(stack[0]);
 }
 
-// An uninitialised contiguous tensor of `like`'s dtype (or bytes) and
-// device.  Straight through the C shim (no dispatcher round trip: this is on
-// every call's path).
+// The start of the message of an allocation that failed on a GPU.
+inline constexpr const char* kOutOfMemory = "tiled: CUDA out of memory";
+
 // Row-major strides of `shape` (torch's: a dim of size 0 or 1 counts as 1).
 inline std::vector<int64_t> contiguous_strides(IntArrayRef shape) {
   std::vector<int64_t> strides(shape.size());
@@ -46,6 +48,9 @@ inline std::vector<int64_t> contiguous_strides(IntArrayRef shape) {
   return strides;
 }
 
+// An uninitialised contiguous tensor of `like`'s dtype (or bytes) and
+// device.  Straight through the C shim (no dispatcher round trip: this is on
+// every call's path).
 inline Tensor empty_like_dev(IntArrayRef shape, const Tensor& like, bool bytes = false) {
   const int64_t nd = static_cast<int64_t>(shape.size());
   const std::vector<int64_t> strides = contiguous_strides(shape);
@@ -56,8 +61,26 @@ inline Tensor empty_like_dev(IntArrayRef shape, const Tensor& like, bool bytes =
   STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_index(h, &device_index));
   if (bytes) dtype = aoti_torch_dtype_uint8();
   AtenTensorHandle out;
-  STABLE_TORCH_ERROR_CODE_CHECK(
-      aoti_torch_empty_strided(nd, shape.data(), strides.data(), dtype, device_type, device_index, &out));
+  if (device_type != aoti_torch_device_type_cuda()) {
+    STABLE_TORCH_ERROR_CODE_CHECK(
+        aoti_torch_empty_strided(nd, shape.data(), strides.data(), dtype, device_type, device_index, &out));
+    return Tensor(out);
+  }
+  // On a GPU the one way this fails is the caching allocator's out of memory
+  // (c10::OutOfMemoryError), which the C shim turns into an error code.  It
+  // comes back as a RuntimeError starting with kOutOfMemory, which the
+  // Python side (torch_tiled_gemm/ops.py) raises as torch.OutOfMemoryError
+  // again; the allocator's own words follow where torch passes them on
+  // (from 2.13).
+  try {
+    STABLE_TORCH_ERROR_CODE_CHECK(
+        aoti_torch_empty_strided(nd, shape.data(), strides.data(), dtype, device_type, device_index, &out));
+  } catch (const std::exception& e) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    throw std::runtime_error(std::string(kOutOfMemory) + ": could not allocate " + std::to_string(n) + " elements on cuda:" +
+                             std::to_string(device_index) + " (" + e.what() + ")");
+  }
   return Tensor(out);
 }
 

@@ -1037,7 +1037,8 @@ def force_cluster(monkeypatch, dtype, M, N, layout, batch=1):
 def test_cluster_exact(monkeypatch, dtype, layout):
     M, N, K = LARGE
     a, b = make_operands(M, N, 8, dtype, "cuda", layout)
-    assert kernel_name(a, b) == force_cluster(monkeypatch, dtype, M, N, layout)
+    want = force_cluster(monkeypatch, dtype, M, N, layout)  # (forced first, then asked)
+    assert kernel_name(a, b) == want
     exact_check(M, N, K, dtype, layout)
 
 
@@ -1059,7 +1060,8 @@ def test_cluster_tf32(monkeypatch, tf32, layout):
     # C^T, so its shapes are given transposed).
     M, N, K = LARGE
     a, b = make_operands(M, N, 8, torch.float32, "cuda", layout)
-    assert kernel_name(a, b) == force_cluster(monkeypatch, torch.float32, M, N, layout)
+    want = force_cluster(monkeypatch, torch.float32, M, N, layout)
+    assert kernel_name(a, b) == want
     assert "c2_" in kernel_name(a, b)
     exact_check(M, N, K, torch.float32, layout)
     for M, N, K, batch in [(296, 11264, 200, None), (296, 5624, 72, 2), (4096, 4096, 1032, None)]:

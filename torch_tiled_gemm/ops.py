@@ -231,6 +231,20 @@ _gemm_redispatch = _gemm._handle.redispatch_boxed
 _linear_redispatch = _linear._handle.redispatch_boxed
 
 
+# The C++ side's allocation failure on a GPU (csrc/torch_stable.h): the
+# stable ABI carries every error back as a RuntimeError, so torch's
+# OutOfMemoryError is raised again here, for callers that catch it (batch
+# size finders, retry loops).  Only where this file's Autograd kernels run:
+# under inference_mode the op meets the RuntimeError itself.
+_OOM = "tiled: CUDA out of memory"
+
+
+def _reraise_oom(e):
+    if _OOM in str(e):
+        raise torch.OutOfMemoryError(str(e)) from None
+    raise e
+
+
 def _needs_grad(*ts):
     if not _grad_enabled():
         return False
@@ -313,9 +327,12 @@ class _GemmFn(torch.autograd.Function):
 def _gemm_autograd(keyset, a, b, bias=None):
     # The no-gradient path is every inference call's: kept to the fewest
     # Python steps (no helper call, the op handle's redispatch directly).
-    if _grad_enabled() and (a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)):
-        return _GemmFn.apply(keyset, a, b, bias)
-    return _gemm_redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+    try:
+        if _grad_enabled() and (a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)):
+            return _GemmFn.apply(keyset, a, b, bias)
+        return _gemm_redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+    except RuntimeError as e:
+        _reraise_oom(e)
 
 
 class _LinearFn(torch.autograd.Function):
@@ -344,9 +361,12 @@ class _LinearFn(torch.autograd.Function):
 
 
 def _linear_autograd(keyset, x, weight, bias=None):
-    if _grad_enabled() and (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)):
-        return _LinearFn.apply(keyset, x, weight, bias)
-    return _linear_redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
+    try:
+        if _grad_enabled() and (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)):
+            return _LinearFn.apply(keyset, x, weight, bias)
+        return _linear_redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
+    except RuntimeError as e:
+        _reraise_oom(e)
 
 
 class _LinearActFn(torch.autograd.Function):
@@ -383,10 +403,13 @@ class _LinearActFn(torch.autograd.Function):
 
 
 def _linear_act_autograd(keyset, x, weight, bias=None, act="none", residual=None):
-    if _needs_grad(x, weight, bias, residual):
-        _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
-        return _LinearActFn.apply(x, weight, bias, act, residual)
-    return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
+    try:
+        if _needs_grad(x, weight, bias, residual):
+            _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
+            return _LinearActFn.apply(x, weight, bias, act, residual)
+        return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
+    except RuntimeError as e:
+        _reraise_oom(e)
 
 
 class _GatedLinearFn(torch.autograd.Function):
@@ -432,10 +455,13 @@ class _GatedLinearFn(torch.autograd.Function):
 
 
 def _gated_linear_autograd(keyset, x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
-    if _needs_grad(x, w_gate, w_up, b_gate, b_up):
-        _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
-        return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
-    return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
+    try:
+        if _needs_grad(x, w_gate, w_up, b_gate, b_up):
+            _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+            return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
+        return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
+    except RuntimeError as e:
+        _reraise_oom(e)
 
 
 for _name, _kernel in (
