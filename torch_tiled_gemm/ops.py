@@ -304,8 +304,8 @@ class _GemmFn(torch.autograd.Function):
     def forward(ctx, keyset, a, b, bias):
         ctx.save_for_backward(a, b)
         ctx.has_bias = bias is not None
-        with _below_autograd():
-            return _gemm_redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+        # (grad mode is off inside forward: the redispatch below autograd is all it takes)
+        return _gemm_redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
 
     @staticmethod
     def backward(ctx, grad):
@@ -343,8 +343,7 @@ class _LinearFn(torch.autograd.Function):
     def forward(ctx, keyset, x, weight, bias):
         ctx.save_for_backward(x, weight)
         ctx.has_bias = bias is not None
-        with _below_autograd():
-            return _linear_redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
+        return _linear_redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
 
     @staticmethod
     def backward(ctx, grad):

@@ -86,21 +86,24 @@ cudaStream_t current_stream(int device) {
 
 // Whether torch allows TF32 for float32 matmuls now (allow_tf32, or
 // float32_matmul_precision "high" / "medium").  The stable ABI has no call
-// for it, so it is asked of torch's Python API, as a user would: one
-// attribute read per float32 call.  Without a Python interpreter (a C++-only
-// program) the answer is no: strict float32, torch's default.
+// for it, so it is asked of torch's Python API: the function behind
+// `torch.backends.cuda.matmul.allow_tf32` (torch._C._get_cublas_allow_tf32,
+// a builtin: ~0.1 us where the attribute's Python __getattr__ costs ~1 us),
+// once per float32 call.  Without a Python interpreter (a C++-only program)
+// the answer is no: strict float32, torch's default.
 bool allow_tf32() {
   if (!Py_IsInitialized()) return false;
   const PyGILState_STATE gil = PyGILState_Ensure();
-  static PyObject* matmul = [] {
-    PyObject* m = PyImport_ImportModule("torch.backends.cuda");
-    PyObject* obj = m ? PyObject_GetAttrString(m, "matmul") : nullptr;
+  static PyObject* getter = [] {
+    PyObject* m = PyImport_ImportModule("torch._C");
+    PyObject* f = m ? PyObject_GetAttrString(m, "_get_cublas_allow_tf32") : nullptr;
     Py_XDECREF(m);
-    return obj;  // kept for the life of the process
+    if (PyErr_Occurred()) PyErr_Clear();
+    return f;  // kept for the life of the process
   }();
   bool allowed = false;
-  if (matmul != nullptr) {
-    PyObject* v = PyObject_GetAttrString(matmul, "allow_tf32");
+  if (getter != nullptr) {
+    PyObject* v = PyObject_CallNoArgs(getter);
     allowed = v != nullptr && PyObject_IsTrue(v) == 1;
     Py_XDECREF(v);
   }
