@@ -111,10 +111,11 @@ def fuzz_job(out_dir, cases):
                os.path.join(out_dir, "fuzz.log"), finish, timeout=3600)
 
 
-def sanitizer_job(out_dir, tool, part=None):
+def sanitizer_job(out_dir, tool, part=None, sm80=False):
     """compute-sanitizer `tool` over benchmarks/sanitize_cases.py (share
-    `part` "I/N" of its cases, or all); the value is the tool's error count,
-    -1 when the cases did not finish or it printed no summary.
+    `part` "I/N" of its cases, or all; with `sm80`, its sm80-family cases,
+    recorded as "<tool>_sm80"); the value is the tool's error count, -1 when
+    the cases did not finish or it printed no summary.
 
     initcheck counts only what our kernels read: it does not see a TMA
     store as a write (benchmarks/research/micro/initcheck_tma_store.cu), so
@@ -122,7 +123,8 @@ def sanitizer_job(out_dir, tool, part=None):
     through TMA (one copy to the host per case), are reported uninitialized;
     those reports, and any by torch's own kernels, are counted apart
     (`initcheck_torch_reads`), not as errors."""
-    log = os.path.join(out_dir, f"sanitizer-{tool}{'-part' + part.replace('/', 'of') if part else ''}.log")
+    label = tool + ("_sm80" if sm80 else "")
+    log = os.path.join(out_dir, f"sanitizer-{label}{'-part' + part.replace('/', 'of') if part else ''}.log")
     extra = ["--print-limit", "100000000", "--show-backtrace", "no"] if tool == "initcheck" else []
 
     def finish(_rc):
@@ -141,8 +143,9 @@ def sanitizer_job(out_dir, tool, part=None):
         return int(m[-1]) if m and done else -1
 
     # Every allocation its own cudaMalloc: a stray access lands outside any.
-    return Job((tool, part), ["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", *extra, sys.executable,
-                              "benchmarks/sanitize_cases.py", *(["--part", part] if part else [])],
+    return Job((label, part), ["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", *extra, sys.executable,
+                               "benchmarks/sanitize_cases.py", *(["--part", part] if part else []),
+                               *(["--sm80"] if sm80 else [])],
                log, finish, env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, timeout=1800)
 
 
@@ -206,6 +209,7 @@ def main():
             else:
                 n = shares.get(tool, 1)
                 jobs += [sanitizer_job(a.out, tool, f"{i}/{n}" if n > 1 else None) for i in range(n)]
+                jobs.append(sanitizer_job(a.out, tool, sm80=True))
 
     def done(job, value):
         if job.key in ("opinfo", "fuzz"):
@@ -213,7 +217,7 @@ def main():
         else:
             tool, part = job.key
             if isinstance(value, dict):  # initcheck: our kernels' errors, and torch's reads apart
-                extra = {"initcheck_torch_reads": value["torch_reads"]}
+                extra = {f"{tool}_torch_reads": value["torch_reads"]}
                 value = value["errors"]
             else:
                 extra = {}

@@ -1,12 +1,13 @@
 """Small and remainder shapes through every kernel family, for compute-sanitizer.
 
-    python benchmarks/sanitize_cases.py [--part I/N]
+    python benchmarks/sanitize_cases.py [--part I/N] [--sm80]
 
 Kept tiny: under the sanitizer each launch runs orders of magnitude slower.
 --part I/N runs only every N-th case of bad_result's, starting at the I-th
 (0-based), so a slow tool (initcheck) can cover all of them in N runs; the
 cases outside bad_result (the ladder steps and simt_fast's configs) run in
-part 0 only.
+part 0 only.  --sm80 runs the sm80 family's cases instead (forced on:
+the Hopper family is preferred wherever it runs).
 """
 import os
 import sys
@@ -213,10 +214,36 @@ def main():
     raise SystemExit(1 if failures else 0)
 
 
+def sm80_main():
+    """The sm80 family (mma.sync, cp.async), which dispatch picks only where
+    the Hopper family cannot run: forced on by switching the Hopper, skinny
+    and staging paths off for this process.  Operands 16-byte aligned (the
+    family declines others); ragged against its 128 x 256 / 128 x 128
+    tiles, a partial k-block, a batch, with bias."""
+    failures = 0
+    for dtype, tf32 in ((torch.bfloat16, False), (torch.float16, False), (torch.float32, True)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        for M, N, K, batch in ((8, 16, 8, None), (64, 136, 72, None), (136, 264, 520, None), (200, 304, 136, None),
+                               (72, 136, 64, 2)):
+            for lay in ("NN", "NT", "TN", "TT"):
+                lead = () if batch is None else (batch,)
+                a = layouts(torch.randn(*lead, M, K, device="cuda", dtype=dtype), lay[0])
+                b = layouts(torch.randn(K, N, device="cuda", dtype=dtype), lay[1])
+                bias = torch.randn(N, device="cuda", dtype=dtype)
+                failures += bad_result(a, b, bias, name_prefix="sm80_")
+    torch.cuda.synchronize()
+    print(f"sanitize cases done, {failures} numerical failures")
+    raise SystemExit(1 if failures else 0)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--part":
-        i, n = (int(v) for v in sys.argv[2].split("/"))
+    args = sys.argv[1:]
+    if "--part" in args:
+        i, n = (int(v) for v in args[args.index("--part") + 1].split("/"))
         if not 0 <= i < n:
             raise SystemExit("--part I/N needs 0 <= I < N")
         PART[:] = [i, n]
+    if "--sm80" in args:
+        os.environ["TILED_DISABLE_KERNELS"] = "hopper,skinny,staging"  # read once, at the first call
+        sm80_main()
     main()
