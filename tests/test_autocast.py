@@ -46,3 +46,30 @@ def test_autocast_leaves_float64_and_disabled(device):
     a, b = make_operands(5, 4, 3, torch.float32, device)
     with torch.autocast(device, dtype=torch.bfloat16, enabled=False):
         assert gemm(a, b).dtype == torch.float32
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autocast_fused_ops(device):
+    # linear_act / gated_linear / gemm_epilogue run in the autocast dtype, every
+    # floating-point argument cast (the residual too); the gradients reach the
+    # float32 parameters in float32.
+    from torch_tiled_gemm.ops import _activation
+
+    dt = torch.bfloat16
+    x = rand((6, 24), torch.float32, device).requires_grad_()
+    w = rand((16, 24), torch.float32, device).requires_grad_()
+    w2 = rand((16, 24), torch.float32, device)
+    bias = rand((16,), torch.float32, device)
+    res = rand((6, 16), torch.float32, device)
+    with torch.autocast(device, dtype=dt):
+        y = torch.ops.tiled.linear_act(x, w, bias, "gelu_tanh", res)
+        g = torch.ops.tiled.gated_linear(x, w, w2, "silu")
+        e, _ = torch.ops.tiled.gemm_epilogue(x, w.t(), bias, "relu", None, None, False)
+    assert y.dtype == g.dtype == e.dtype == dt
+    xb, wb, w2b = x.detach().to(dt).double(), w.detach().to(dt).double(), w2.detach().to(dt).double()
+    z = xb @ wb.t() + bias.to(dt).double()
+    assert_close_rel(y, _activation(z, "gelu_tanh") + res.to(dt).double(), dt)
+    assert_close_rel(g, torch.nn.functional.silu(xb @ wb.t()) * (xb @ w2b.t()), dt)
+    assert_close_rel(e, torch.relu(z), dt)
+    (y.float().sum() + g.float().sum()).backward()
+    assert x.grad.dtype == w.grad.dtype == torch.float32

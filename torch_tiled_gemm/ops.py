@@ -493,7 +493,10 @@ def _autocast_kernel(op, device_type, key):
     return kernel
 
 
-for _name in ("gemm", "linear"):
+# The fused ops too: every floating-point tensor argument (bias, residual,
+# mul included) in the autocast dtype, so the output is in it as well (an
+# unfused chain would add an fp32 residual in fp32).
+for _name in ("gemm", "linear", "linear_act", "gated_linear", "gemm_epilogue"):
     for _device, _key in (("cuda", torch._C.DispatchKey.AutocastCUDA), ("cpu", torch._C.DispatchKey.AutocastCPU)):
         _LIB.impl(_name, _autocast_kernel(getattr(torch.ops.tiled, _name).default, _device, _key), _key.name,
                   with_keyset=True)
