@@ -324,15 +324,23 @@ class _GemmFn(torch.autograd.Function):
         return None, grad_a, grad_b, grad_bias
 
 
-def _gemm_autograd(keyset, a, b, bias=None):
-    # The no-gradient path is every inference call's: kept to the fewest
-    # Python steps (no helper call, the op handle's redispatch directly).
-    try:
-        if _grad_enabled() and (a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)):
-            return _GemmFn.apply(keyset, a, b, bias)
-        return _gemm_redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
-    except RuntimeError as e:
-        _reraise_oom(e)
+def _autograd_kernel(fn, redispatch):
+    """The Autograd kernel of a (a, b, bias) op: `fn` (an autograd.Function)
+    when an input needs a gradient, else straight below autograd.  The
+    no-gradient path is every inference call's: kept to the fewest Python
+    steps (no helper call, the op handle's redispatch directly)."""
+    def kernel(keyset, a, b, bias=None):
+        try:
+            if _grad_enabled() and (a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)):
+                return fn.apply(keyset, a, b, bias)
+            return redispatch(keyset & _AFTER_AUTOGRAD, a, b, bias)
+        except RuntimeError as e:
+            _reraise_oom(e)
+
+    return kernel
+
+
+_gemm_autograd = _autograd_kernel(_GemmFn, _gemm_redispatch)
 
 
 class _LinearFn(torch.autograd.Function):
@@ -359,13 +367,7 @@ class _LinearFn(torch.autograd.Function):
         return None, grad_x, grad_w, grad_b
 
 
-def _linear_autograd(keyset, x, weight, bias=None):
-    try:
-        if _grad_enabled() and (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)):
-            return _LinearFn.apply(keyset, x, weight, bias)
-        return _linear_redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias)
-    except RuntimeError as e:
-        _reraise_oom(e)
+_linear_autograd = _autograd_kernel(_LinearFn, _linear_redispatch)
 
 
 class _LinearActFn(torch.autograd.Function):
