@@ -1460,3 +1460,18 @@ def test_deep_k_defaults(monkeypatch, dtype):
     force(monkeypatch, "128x64")  # without a split
     a, b = make_operands(256, 256, 8192, dtype, "cuda", "NT")
     assert kernel_name(a, b) == variant_name(dtype, "128x64", "NT")
+
+
+@pytest.mark.parametrize("layout", ["NT", "TT"])
+def test_forced_swap_with_unaligned_c(monkeypatch, layout):
+    # Forced by name, a swapped configuration takes a C whose rows are not
+    # 16-byte aligned (N = 1001: 2002-byte rows), which the rules never swap:
+    # C^T's tiles then leave through the register stores instead of TMA.  So
+    # does a one-slab tile as called over 33 columns (66-byte rows).
+    a, b = make_operands(1000, 1001, 264, torch.bfloat16, "cuda", layout)
+    force(monkeypatch, "128x256sw")
+    check(a, b, torch.bfloat16, name=f"sm90_bf16_128x256sw_{layout.lower()}")
+    if layout == "NT":
+        a, b = make_operands(1000, 33, 264, torch.bfloat16, "cuda", layout)
+        force(monkeypatch, "64x40")
+        check(a, b, torch.bfloat16, name="sm90_bf16_64x40_nt")
