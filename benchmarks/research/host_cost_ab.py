@@ -79,7 +79,7 @@ def main():
             # a b, b a, a b ...: each build goes first as often as last
             for name in (list(builds) if i % 2 == 0 else list(builds)[::-1]):
                 env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [builds[name], os.environ.get("PYTHONPATH")])))
-                out = subprocess.run([sys.executable, "-P", os.path.abspath(__file__), "--build", "x=y",
+                out = subprocess.run([sys.executable, os.path.abspath(__file__), "--build", "x=y",
                                       "--child", a.device, str(a.n), dtype], env=env, cwd="/",
                                      capture_output=True, text=True)
                 if out.returncode:
