@@ -216,21 +216,19 @@ def main():
             rec[job.key] = value
         else:
             tool, part = job.key
-            if isinstance(value, dict):  # initcheck: our kernels' errors, and torch's reads apart
-                extra = {f"{tool}_torch_reads": value["torch_reads"]}
-                value = value["errors"]
-            else:
-                extra = {}
-            if part:  # a share: the tool's count is the sum once all N shares are in, -1 until then
+            v = value if isinstance(value, dict) else {"errors": value}  # initcheck: also torch's reads
+            if part:  # a share: the counts are the sums over the N shares (errors -1 until all are in)
                 n = part.split("/")[1]
                 parts = rec.setdefault("sanitizer_parts", {}).setdefault(tool, {})
-                parts[part] = {"errors": value, **extra} if extra else value
-                got = [v["errors"] if isinstance(v, dict) else v for k, v in parts.items() if k.endswith(f"/{n}")]
-                value = sum(got) if len(got) == int(n) and min(got) >= 0 else -1
-                for k in extra:
-                    extra[k] = sum(v.get(k, 0) for p, v in parts.items() if p.endswith(f"/{n}") and isinstance(v, dict))
-            rec.setdefault("sanitizer", {})[tool] = value
-            rec.update(extra)
+                parts[part] = value
+                shares = [s if isinstance(s, dict) else {"errors": s} for k, s in parts.items() if k.endswith(f"/{n}")]
+                complete = len(shares) == int(n) and min(s["errors"] for s in shares) >= 0
+                v = {k: sum(s.get(k, 0) for s in shares) for k in v}
+                if not complete:
+                    v["errors"] = -1
+            rec.setdefault("sanitizer", {})[tool] = value = v["errors"]
+            if "torch_reads" in v:
+                rec[f"{tool}_torch_reads"] = v["torch_reads"]
         print(f"{job.key}: {value if job.key != 'fuzz' else {k: value[k] for k in ('cases', 'failed')}} "
               f"({time.time() - job.started:.0f} s)", flush=True)
         save()
