@@ -58,14 +58,25 @@ def check(tag, a, b, bias=None, exact=False, expect_sm80=True):
     return kname
 
 
-# Shapes: (M, N, K).  Edges of every kind; both configurations (128 x 256
-# where its grid costs no more waves, 128 x 128 otherwise: sm80.cu).
+# Shapes: (M, N, K).  Edges of every kind, under the rules' choice of
+# configuration (sm80.cu); every configuration is also forced by name.
 SHAPES = [
     (1, 1, 1), (1, 8, 8), (5, 3, 7), (16, 8, 16), (17, 9, 65),
     (127, 129, 65), (128, 128, 64), (128, 256, 64), (129, 257, 200),
     (300, 64, 1000), (257, 511, 33), (64, 300, 129), (1000, 1000, 100),
     (2048, 4096, 200), (4096, 2048, 72),
 ]
+
+
+def configs(tag):
+    """sm80.h's configurations of a dtype class that fit this GPU (the
+    128 x 256 one needs 144 KB of shared memory: A100, H100; not sm_86 /
+    sm_89 / sm_120)."""
+    bk = 32 if tag == "tf32" else 64
+    out = [f"128x128x{bk}s3"]
+    if torch.cuda.get_device_properties(0).shared_memory_per_block_optin >= 144 * 1024:
+        out.append(f"128x256x{bk}s3")
+    return out
 
 
 def run_cases(tag):
@@ -100,13 +111,21 @@ def run_cases(tag):
         check(tag, a, b1.expand(3, -1, -1), rand((130,), dtype, "cuda", gen))
         a, b = operands(200, 264, 96, dtype, layout, gen, batch=5, ints=True)
         check(tag, a, b, torch.randint(-3, 4, (264,), generator=gen, device="cuda").to(dtype), exact=True)
-    # Both configurations ran (the 128 x 256 one needs 144 KB of shared
-    # memory: A100, H100; not sm_86 / sm_89 / sm_120).
-    bk = 32 if tag == "tf32" else 64
-    want = {f"128x128x{bk}s3"}
-    if torch.cuda.get_device_properties(0).shared_memory_per_block_optin >= 144 * 1024:
-        want.add(f"128x256x{bk}s3")
-    assert seen == want, seen
+        # Every configuration forced by name (the rules weigh them by their
+        # measured efficiency: on an H100 the 128 x 128 one, two CTAs per SM,
+        # takes every grid), over edge and full tiles, bias, exact data.
+        for cfg in configs(tag):
+            os.environ["TILED_CONFIG"] = cfg
+            try:
+                for M, N, K in [(129, 257, 200), (300, 200, 1000), (257, 511, 33), (256, 512, 256)]:
+                    a, b = operands(M, N, K, dtype, layout, gen, ints=True)
+                    bias = torch.randint(-3, 4, (N,), generator=gen, device="cuda").to(dtype)
+                    kname = check(tag, a, b, bias, exact=True)
+                    assert kname.split("_")[2] == cfg, (kname, cfg)
+            finally:
+                del os.environ["TILED_CONFIG"]
+    # The rules chose among the configurations this GPU holds.
+    assert seen and seen <= set(configs(tag)), seen
     # Leading dimensions that are not multiples of 16 bytes: declined (the
     # general kernel runs them), still correct.
     for M, N, K in [(33, 35, 37), (100, 99, 130)]:

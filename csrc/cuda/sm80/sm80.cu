@@ -39,21 +39,23 @@ int ctas_per_sm(const sm80::Config& c, bool tf32, const DeviceInfo& dev) {
   return std::max(1, std::min(by_regs, static_cast<int>(per_sm / smem)));
 }
 
-// The configuration: the one whose tile grid costs the least time, taking
-// an SM's time as the work of the CTAs it runs (ceil(tiles / SMs) of them,
-// a 128 x 256 tile counting as two 128 x 128 ones), whether it runs them one
-// after the other or two at a time.  Ties go to the larger tile (fewer
-// bytes of A and B per flop).  Not tuned yet: a model, to be replaced by
-// measurements on the corpus.
+// The configuration: the one whose grid costs the least time.  A wave is
+// as many CTAs as the SMs hold at once (ctas_per_sm each); an SM's time per
+// wave is the work of its CTAs (a 128 x 256 tile counting as two 128 x 128
+// ones) over the configuration's measured efficiency with that many CTAs
+// per SM (sm80.h's eff / eff_one).  Ties go to the earlier (larger) tile.
 int choose_config(const GemmProblem& p, bool tf32, const DeviceInfo& dev) {
   int best = -1;
   double best_cost = 0;
   for (int i = 0; i < sm80::kNumConfigs; ++i) {
     const sm80::Config& c = sm80::config(tf32, i);
-    if (ctas_per_sm(c, tf32, dev) == 0) continue;
+    const int per_sm = ctas_per_sm(c, tf32, dev);
+    if (per_sm == 0) continue;
     const int64_t tiles = ceil_div(p.M, c.bm) * ceil_div(p.N, c.bn) * p.batch;
+    const int64_t slots = static_cast<int64_t>(std::max(dev.num_sms, 1)) * per_sm;
     const double tile_work = static_cast<double>(c.bm) * c.bn / (128.0 * 128.0);
-    const double cost = static_cast<double>(ceil_div(tiles, std::max(dev.num_sms, 1))) * tile_work;
+    const double eff = per_sm > 1 ? c.eff : c.eff_one;
+    const double cost = static_cast<double>(ceil_div(tiles, slots)) * per_sm * tile_work / eff;
     if (best < 0 || cost < best_cost) {
       best = i;
       best_cost = cost;

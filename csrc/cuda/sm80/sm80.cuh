@@ -196,6 +196,13 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const E* base, int64_t l
   const bool col_full = col + kPerChunk <= col_end;
   const E* src = base + static_cast<int64_t>(row0 + r0) * ld + col;
   const int64_t step = static_cast<int64_t>(kRowStep) * ld;
+  if (row0 + Tile::kRows <= row_end && col0 + kChunks * kPerChunk <= col_end) {
+    // The whole tile inside the matrix (every tile but the edges): no
+    // per-chunk tests, which would cost more issue slots than the mma.
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) cp_async16(dst + Tile::offset(r0 + i * kRowStep, ch), src + i * step);
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int r = r0 + i * kRowStep;
@@ -213,16 +220,18 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const E* base, int64_t l
 // One CTA: a BM x BN tile of C of one batch, over all of K.
 // A_KMAJOR: A(m, k) at a[m * lda + k], else a[k * lda + m].
 // B_KMAJOR: B(k, n) at b[n * ldb + k], else b[k * ldb + n].
-template <class T, int CFG, bool A_KMAJOR, bool B_KMAJOR>
-__global__ void __launch_bounds__(threads(config(Traits<T>::kTf32, CFG)), 1) sm80_gemm_kernel(const Params p) {
+// The configuration's numbers are template arguments (sm80_launch.cuh
+// passes those of sm80.h's list).
+template <class T, int BM, int BN, int WARPS_M, int WARPS_N, int S, bool A_KMAJOR, bool B_KMAJOR, bool RING>
+__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 1) sm80_gemm_kernel(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Tr = Traits<T>;
   constexpr bool kTf32 = Tr::kTf32;
-  constexpr Config kCfg = config(kTf32, CFG);
-  constexpr int BM = kCfg.bm, BN = kCfg.bn, BK = kCfg.bk, S = kCfg.stages;
-  constexpr int WARPS_M = kCfg.warps_m;
+  constexpr int BK = kRowBytes / Tr::kBytes;
+  constexpr Config kCfg = {"", BM, BN, BK, WARPS_M, WARPS_N, S};
+  static_assert(config_ok(kCfg, kTf32), "a valid configuration");
   constexpr int kThreads = threads(kCfg);
-  constexpr int WTM = BM / WARPS_M, WTN = BN / kCfg.warps_n;
+  constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
   constexpr int MT = WTM / 16, NT = WTN / 8;
   constexpr int kSteps = BK / Tr::kMmaK;
   constexpr int EPC = Tr::kPerChunk;
@@ -284,9 +293,6 @@ __global__ void __launch_bounds__(threads(config(Traits<T>::kTf32, CFG)), 1) sm8
           af[mt][i] = ld_shared_b32(sa + TileA::offset(ks * 8 + t + 4 * (i >> 1), mi / 4) + (mi % 4) * 4);
         }
       }
-      if constexpr (kTf32)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) af[mt][i] = to_tf32(af[mt][i]);
     }
 #pragma unroll
     for (int np = 0; np < NT / 2; ++np) {
@@ -310,11 +316,22 @@ __global__ void __launch_bounds__(threads(config(Traits<T>::kTf32, CFG)), 1) sm8
             bf[2 * np + h][i] = ld_shared_b32(sb + TileB::offset(ks * 8 + t + 4 * i, ni / 4) + (ni % 4) * 4);
           }
       }
-      if constexpr (kTf32)
+    }
+  };
+
+  // tf32: the fragments about to enter the mma rounded to nearest, in place
+  // (here rather than at their load, so the conversion does not wait for
+  // the load's latency that the double buffer hides).
+  auto round_frags = [&](uint32_t(&af)[MT][4], uint32_t(&bf)[NT][2]) {
+    if constexpr (kTf32) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-          for (int i = 0; i < 2; ++i) bf[2 * np + h][i] = to_tf32(bf[2 * np + h][i]);
+        for (int i = 0; i < 4; ++i) af[mt][i] = to_tf32(af[mt][i]);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) bf[nt][i] = to_tf32(bf[nt][i]);
     }
   };
 
@@ -327,8 +344,11 @@ __global__ void __launch_bounds__(threads(config(Traits<T>::kTf32, CFG)), 1) sm8
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
 
   const int k_blocks = (p.K + BK - 1) / BK;
+  // RING fills all S slots up front (a slot is refilled as soon as its last
+  // fragments are read); otherwise one slot stays free for the next copy.
+  constexpr int kAhead = RING ? S : S - 1;
 #pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
+  for (int s = 0; s < kAhead; ++s) {
     if (s < k_blocks) load_stage(s, s);
     cp_async_commit();  // empty groups keep the count uniform
   }
@@ -336,23 +356,65 @@ __global__ void __launch_bounds__(threads(config(Traits<T>::kTf32, CFG)), 1) sm8
   // Fragments double-buffered across k-steps: the next step's loads issue
   // before this step's mma.
   uint32_t af[2][MT][4], bf[2][NT][2];
-  int read_slot = 0, write_slot = S - 1;
-  for (int kb = 0; kb < k_blocks; ++kb) {
-    cp_async_wait<S - 2>();
-    __syncthreads();  // k-block kb landed for everyone; the slot read in kb - 1 is free
-    if (kb + S - 1 < k_blocks) load_stage(kb + S - 1, write_slot);
-    cp_async_commit();
-    write_slot = write_slot + 1 == S ? 0 : write_slot + 1;
-    const uint32_t sa = base + read_slot * kStageBytes, sb = sa + TileA::kBytes;
-    read_slot = read_slot + 1 == S ? 0 : read_slot + 1;
+  auto mma_step = [&](int buf) {
+    round_frags(af[buf], bf[buf]);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) Mma<T>::run(acc[mt][nt], af[buf][mt], bf[buf][nt]);
+  };
+  int read_slot = 0;
+  if constexpr (!RING) {
+    // One barrier at the top of each k-block: k-block kb landed for
+    // everyone and the slot read in kb - 1 is free for k-block kb + S - 1.
+    int write_slot = S - 1;
+    for (int kb = 0; kb < k_blocks; ++kb) {
+      cp_async_wait<S - 2>();
+      __syncthreads();
+      if (kb + S - 1 < k_blocks) load_stage(kb + S - 1, write_slot);
+      cp_async_commit();
+      write_slot = write_slot + 1 == S ? 0 : write_slot + 1;
+      const uint32_t sa = base + read_slot * kStageBytes, sb = sa + TileA::kBytes;
+      read_slot = read_slot + 1 == S ? 0 : read_slot + 1;
+      load_frags(sa, sb, 0, af[0], bf[0]);
+#pragma unroll
+      for (int ks = 0; ks < kSteps; ++ks) {
+        if (ks + 1 < kSteps) load_frags(sa, sb, ks + 1, af[(ks + 1) & 1], bf[(ks + 1) & 1]);
+        mma_step(ks & 1);
+      }
+    }
+  } else {
+    // The barrier sits in the k-block's second-to-last k-step, after that
+    // step's mma: the last step's fragments are already in registers, so
+    // (a) k-block kb's slot is free at once and takes k-block kb + S, and
+    // (b) k-block kb + 1's first fragments load while the last step's mma
+    // run; no warp reaches the barrier with nothing in flight.
+    static_assert(kSteps % 2 == 0 && kSteps >= 2, "the next k-block's first fragments go to buffer 0");
+    cp_async_wait<kAhead - 1>();
+    __syncthreads();  // k-block 0 landed for everyone
+    uint32_t sa = base, sb = base + TileA::kBytes;
     load_frags(sa, sb, 0, af[0], bf[0]);
+    for (int kb = 0; kb < k_blocks; ++kb) {
 #pragma unroll
-    for (int ks = 0; ks < kSteps; ++ks) {
-      if (ks + 1 < kSteps) load_frags(sa, sb, ks + 1, af[(ks + 1) & 1], bf[(ks + 1) & 1]);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) Mma<T>::run(acc[mt][nt], af[ks & 1][mt], bf[ks & 1][nt]);
+      for (int ks = 0; ks < kSteps; ++ks) {
+        if (ks + 1 < kSteps) {
+          load_frags(sa, sb, ks + 1, af[(ks + 1) & 1], bf[(ks + 1) & 1]);
+        } else {  // past the barrier of step kSteps - 2: k-block kb + 1 landed
+          read_slot = read_slot + 1 == S ? 0 : read_slot + 1;
+          sa = base + read_slot * kStageBytes;
+          sb = sa + TileA::kBytes;
+          if (kb + 1 < k_blocks) load_frags(sa, sb, 0, af[0], bf[0]);
+        }
+        mma_step(ks & 1);
+        if (ks == kSteps - 2) {
+          // Groups committed: S + kb; at most S - 2 pending = k-blocks
+          // 0 .. kb + 1 landed (for everyone after the barrier).
+          cp_async_wait<S - 2>();
+          __syncthreads();
+          if (kb + S < k_blocks) load_stage(kb + S, read_slot);
+          cp_async_commit();
+        }
+      }
     }
   }
   cp_async_wait<0>();  // no copy may still target shared memory at exit

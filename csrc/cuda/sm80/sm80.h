@@ -16,28 +16,39 @@ namespace sm80 {
 // One configuration: a BM x BN tile of C per CTA, k-blocks of BK elements
 // (always 128 bytes of K: 64 bf16/fp16, 32 tf32), WARPS_M x WARPS_N warps
 // each owning a (BM / WARPS_M) x (BN / WARPS_N) warp tile, STAGES k-blocks
-// in flight in the cp.async ring.
+// in the cp.async ring, and the main loop's kind (`ring`: every slot in
+// flight, the barrier inside the k-block; else a barrier at the top of each
+// k-block and one slot free: sm80.cuh).  `eff` is the fraction of the
+// mma.sync peak the configuration reached on large grids on an H100 with
+// as many CTAs per SM as fit there, `eff_one` with one CTA per SM (a GPU
+// with less shared memory); sm80.cu's choice weighs tiles with them.
 struct Config {
   const char* tag;  // the name's tile part, e.g. "128x256x64s3"
   int bm, bn, bk, warps_m, warps_n, stages;
+  bool ring;
+  float eff, eff_one;
 };
 
 constexpr int kRowBytes = 128;  // one k-block of K, in bytes (8 16-byte chunks)
 
-// The configurations, per dtype class, in order of preference for large
-// grids (sm80.cu picks).  Each warp tile is 64 x 64: 128 fp32 accumulators a
-// thread, 4 m16 x 8 n8 mma tiles per k-step.
+// The configurations, per dtype class.  Each warp tile is 64 x 64: 128 fp32
+// accumulators a thread, 4 m16 x 8 n8 mma tiles per k-step.
 //   0: 128 x 256, 8 warps, 3 stages (144 KB: one CTA per SM; A100, H100);
 //   1: 128 x 128, 4 warps, 3 stages (96 KB: two CTAs per SM on an H100,
 //      one on an A100; the only one that fits sm_86 / sm_89 / sm_120's
 //      99 KB).
+// eff: H100, benchmarks/research/micro/sm80_variants.cu at 8192 x 4096 x
+// 4096 and 4096 x 14336 x 4096 (docs/sm80.md); eff_one of 128 x 128 is its
+// 4-stage form's (128 KB, one CTA per SM on an H100).  The tf32 kernels
+// keep the top-barrier loop: the ring's second live fragment buffer makes
+// ptxas spill their 32-bit fragment loads (300+ bytes).
 constexpr Config kConfigs16[] = {
-    {"128x256x64s3", 128, 256, 64, 2, 4, 3},
-    {"128x128x64s3", 128, 128, 64, 2, 2, 3},
+    {"128x256x64s3", 128, 256, 64, 2, 4, 3, true, 0.60f, 0.60f},
+    {"128x128x64s3", 128, 128, 64, 2, 2, 3, true, 0.65f, 0.54f},
 };
 constexpr Config kConfigsTf32[] = {
-    {"128x256x32s3", 128, 256, 32, 2, 4, 3},
-    {"128x128x32s3", 128, 128, 32, 2, 2, 3},
+    {"128x256x32s3", 128, 256, 32, 2, 4, 3, false, 0.44f, 0.44f},
+    {"128x128x32s3", 128, 128, 32, 2, 2, 3, false, 0.46f, 0.38f},
 };
 constexpr int kNumConfigs = 2;
 static_assert(sizeof(kConfigs16) / sizeof(Config) == kNumConfigs, "one list length for every dtype class");

@@ -16,7 +16,7 @@ const char* launch_layout(const Launch& l, cudaStream_t stream) {
   static std::atomic<uint64_t> raised{0};
   constexpr Config kCfg = config(Traits<T>::kTf32, CFG);
   constexpr int kSmem = smem_bytes(kCfg, Traits<T>::kTf32);
-  auto kernel = sm80_gemm_kernel<T, CFG, AK, BK>;
+  auto kernel = sm80_gemm_kernel<T, kCfg.bm, kCfg.bn, kCfg.warps_m, kCfg.warps_n, kCfg.stages, AK, BK, kCfg.ring>;
   if (!raise_smem_limit(kernel, kSmem, raised)) return "sm80: cannot raise the shared-memory limit";
   const dim3 grid(static_cast<unsigned>(l.p.tiles_m * l.p.tiles_n), static_cast<unsigned>(l.batch), 1);
   kernel<<<grid, threads(kCfg), kSmem, stream>>>(l.p);
