@@ -3,10 +3,11 @@ from typing import Optional
 
 import torch
 
-from . import ops  # noqa: F401
+from .ops import direct as _direct, gemm_direct as _gemm_direct, linear_direct as _linear_direct
 
 _gemm = torch.ops.tiled.gemm.default
 _linear = torch.ops.tiled.linear.default
+_grad_enabled = torch.is_grad_enabled
 
 
 def _type_name(obj) -> str:
@@ -33,10 +34,22 @@ def _numel(shape) -> int:
 
 def gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """a [M,K] or [B,M,K] times b [K,N] or [B,K,N] (+ bias [N]); see the README."""
+    # A call that records a gradient skips the dispatcher's hop to the
+    # Autograd kernel where that changes nothing (ops.py, the direct path;
+    # direct() accepts tensors only).
+    if _grad_enabled() and _direct(a, b, bias):
+        return _gemm_direct(a, b, bias)
     _require_tensor("gemm", "a", 1, a)
     _require_tensor("gemm", "b", 2, b)
     _require_tensor("gemm", "bias", 3, bias, optional=True)
     return _gemm(a, b, bias)
+
+
+def _gemm_call(a, b):
+    """gemm(a, b) for matmul (operands checked there)."""
+    if _grad_enabled() and _direct(a, b, None):
+        return _gemm_direct(a, b, None)
+    return _gemm(a, b, None)
 
 
 def kernel_name(a: torch.Tensor, b: torch.Tensor) -> str:
@@ -69,11 +82,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         # What the op takes as is: 2-D x 2-D, a batch against a shared 2-D
         # operand (3-D x 2-D folds into one tall GEMM inside the op where the
         # batches are evenly spaced rows), 3-D x 3-D of one batch size.
-        out = _gemm(a, b, None)
+        out = _gemm_call(a, b)
     elif b.dim() == 2:
         # [..., M, K] @ [K, N]: fold every leading dim into M (a view when possible).
         lead = a.shape[:-1]
-        out = _gemm(a.reshape(_numel(lead), k), b, None).reshape(*lead, n)
+        out = _gemm_call(a.reshape(_numel(lead), k), b).reshape(*lead, n)
     else:
         batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         nb = _numel(batch)
@@ -85,7 +98,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
                 return t.reshape(rows, cols)
             return t.expand(*batch, rows, cols).reshape(nb, rows, cols)
 
-        out = _gemm(flat(a, m, k), flat(b, k, n), None).reshape(*batch, m, n)
+        out = _gemm_call(flat(a, m, k), flat(b, k, n)).reshape(*batch, m, n)
     if a_vec:
         out = out.squeeze(-2)
     if b_vec:
@@ -99,6 +112,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     The weight is read in place (a transposed view) and its gradient is
     produced directly in its own [out, in] layout.
     """
+    if _grad_enabled() and _direct(x, weight, bias):  # as in gemm
+        return _linear_direct(x, weight, bias)
     _require_tensor("linear", "input", 1, x)
     _require_tensor("linear", "weight", 2, weight)
     _require_tensor("linear", "bias", 3, bias, optional=True)
