@@ -11,6 +11,13 @@ output's allocation, the launch).  The builds run in separate processes,
 alternating (a b b a ...), `--processes` each; a case's number is the median
 over the processes of each process's median of 7 rounds.  torch.mm's row is
 the same in every build and shows how much the machine itself moved.
+
+`--device cpu` (e.g. `--n 8`) times the same calls with the CPU kernels, on
+one torch thread and that thread's CPU time (bench's CPU clock): the Python
+and dispatcher cost of a call, with little of the machine's other load.
+The rows gemm and linear call the op (torch.ops.tiled.*); ttg.gemm and
+TiledLinear go through the package's Python entry points (functional.py).
+The JSON keeps each process's numbers beside the medians (`per_process`).
 """
 import argparse
 import json
@@ -20,16 +27,19 @@ import subprocess
 import sys
 
 CASES = ("torch.mm", "gemm", "gemm, a requires grad", "gemm fwd+bwd", "gemm under inference_mode",
-         "linear", "TiledLinear fwd (params require grad)", "TiledLinear fwd+bwd")
+         "linear", "TiledLinear fwd (params require grad)", "TiledLinear fwd+bwd", "TiledLinear fwd under no_grad",
+         "ttg.gemm", "ttg.gemm, a requires grad", "ttg.gemm fwd+bwd")
 
 
 def child(device, n, dtype_name):
     import torch
-    import torch_tiled_gemm  # noqa: F401
+    import torch_tiled_gemm as ttg
     from torch_tiled_gemm.bench import host_us_per_call
     from torch_tiled_gemm.nn import TiledLinear
 
     torch.backends.cuda.matmul.allow_tf32 = False
+    if device == "cpu":
+        torch.set_num_threads(1)  # bench's CPU clock: the calling thread's CPU time
     dtype = getattr(torch, dtype_name)
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
@@ -42,6 +52,10 @@ def child(device, n, dtype_name):
         with torch.inference_mode():
             torch.ops.tiled.gemm(a, b)
 
+    def no_grad_linear():
+        with torch.no_grad():
+            tl(a)
+
     fns = {
         "torch.mm": lambda: torch.mm(a, b),
         "gemm": lambda: torch.ops.tiled.gemm(a, b),
@@ -51,6 +65,10 @@ def child(device, n, dtype_name):
         "linear": lambda: torch.ops.tiled.linear(a, w, bias),
         "TiledLinear fwd (params require grad)": lambda: tl(a),
         "TiledLinear fwd+bwd": lambda: tl(ag).sum().backward(),
+        "TiledLinear fwd under no_grad": no_grad_linear,
+        "ttg.gemm": lambda: ttg.gemm(a, b),
+        "ttg.gemm, a requires grad": lambda: ttg.gemm(ag, b),
+        "ttg.gemm fwd+bwd": lambda: ttg.gemm(ag, b).sum().backward(),
     }
     times = {k: [] for k in fns}
     for r in range(7):
@@ -72,7 +90,8 @@ def main():
     if a.child:
         return child(a.child[0], int(a.child[1]), a.child[2])
     builds = dict(s.split("=", 1) for s in a.build)
-    result = {"device": a.device, "n": a.n, "processes": a.processes, "builds": builds, "us_per_call": {}}
+    result = {"device": a.device, "n": a.n, "processes": a.processes, "builds": builds, "us_per_call": {},
+              "per_process": {}}
     for dtype in a.dtypes.split(","):
         per = {name: [] for name in builds}
         for i in range(a.processes):
@@ -87,6 +106,7 @@ def main():
                 per[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
         table = {name: {c: statistics.median(r[c] for r in runs) for c in CASES} for name, runs in per.items()}
         result["us_per_call"][dtype] = table
+        result["per_process"][dtype] = per
         print(f"\n{a.n}^3 {dtype} on {a.device}, us per call (median of {a.processes} processes per build)")
         print(f"{'case':40s}" + "".join(f"{n:>10s}" for n in builds))
         for c in CASES:
