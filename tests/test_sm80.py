@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability
 DT = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 FORCED = "hopper,skinny,staging"
+STAGED = "hopper,skinny"  # staging copies on: run_staged
 
 
 def name(a, b):
@@ -137,6 +138,33 @@ def run_cases(tag):
     a = store[1:].view(64, 136)
     b = rand((136, 64), dtype, "cuda", gen)
     assert not check(tag, a, b, expect_sm80=False).startswith("sm80_")
+
+
+def run_staged(tag):
+    """Operands cp.async cannot copy (leading dimensions that are not
+    multiples of 16 bytes): aligned copies first, then this family
+    (dispatch.cu's tensor_core_plan), every layout, batches, bias."""
+    dtype = DT[tag]
+    torch.backends.cuda.matmul.allow_tf32 = tag == "tf32"
+    gen = torch.Generator(device="cuda").manual_seed(81)
+    for layout in LAYOUTS:
+        for M, N, K, batch in [(1000, 1001, 999, None), (257, 130, 77, 3), (130, 67, 1030, None)]:
+            lead = (batch,) if batch else ()
+            a = rand(lead + ((M, K) if layout[0] == "N" else (K, M)), dtype, "cuda", gen)
+            b = rand(lead + ((K, N) if layout[1] == "N" else (N, K)), dtype, "cuda", gen)
+            a = a if layout[0] == "N" else a.transpose(-1, -2)
+            b = b if layout[1] == "N" else b.transpose(-1, -2)
+            kname = check(tag, a, b, rand((N,), dtype, "cuda", gen), expect_sm80=False)
+            assert kname.startswith("staged_") and f"+sm80_{tag}_" in kname, (kname, layout, M, N, K)
+
+
+@pytest.mark.parametrize("tag", ["bf16", "tf32"])
+def test_staged_unaligned(tag):
+    env = dict(os.environ, TILED_DISABLE_KERNELS=STAGED)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = f"import test_sm80; test_sm80.run_staged({tag!r}); print('ok')"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900, cwd=tests)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-4000:] + r.stderr[-8000:]
 
 
 @pytest.mark.parametrize("tag", ["bf16", "f16", "tf32"])

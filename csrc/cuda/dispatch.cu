@@ -156,14 +156,19 @@ StagedOperand stage_as(bool row_major, int64_t rows, int64_t cols, int64_t align
 
 namespace {
 
-// The tensor-core kernel: the cheapest set of aligned copies (16-bit operands
-// keep their layout, tf32 ones are made K-major) that lets it run.
+// The tensor-core kernel (the Hopper family, else the sm80 family where
+// dispatch takes that one): the cheapest set of aligned copies (16-bit
+// operands keep their layout, tf32 ones are made K-major, which both
+// families read fastest) that lets it run.
 StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
   StagingPlan none;
   const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
   const bool tensor_core_dtype = p.dtype == DType::bf16 || p.dtype == DType::f16 || tf32;
-  if (!tensor_core_dtype || disabled("hopper")) return none;
-  if (std::min(p.M, p.N) < kMinStagedDim || hopper_can_run(p, dev)) return none;
+  if (!tensor_core_dtype) return none;
+  const bool sm80 = !hopper_family_on(dev) && !disabled("sm80");
+  if (!sm80 && disabled("hopper")) return none;
+  auto runs = [&](const GemmProblem& q) { return sm80 ? sm80_can_run(q, dev) : hopper_can_run(q, dev); };
+  if (std::min(p.M, p.N) < kMinStagedDim || runs(p)) return none;
   const int64_t align = 16 / dtype_size(p.dtype);
   const StagedOperand sa = stage_as(tf32 ? true : p.a.row_major(), p.M, p.K, align);
   const StagedOperand sb = stage_as(tf32 ? false : p.b.row_major(), p.K, p.N, align);
@@ -183,7 +188,7 @@ StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
       s.b = sb;
       q.b = staged_operand(sb, p.K, p.N, p.b.batch_stride != 0, aligned);
     }
-    if (hopper_can_run(q, dev)) return s;
+    if (runs(q)) return s;
   }
   return none;
 }
