@@ -219,12 +219,13 @@ def sm80_main():
     the Hopper family cannot run: forced on by switching the Hopper, skinny
     and staging paths off for this process.  Operands 16-byte aligned (the
     family declines others); ragged against its 128 x 256 / 128 x 128
-    tiles, a partial k-block, a batch, with bias."""
+    tiles, a partial k-block, a batch, with bias, K split over a small
+    grid (the last two: partial sums in a workspace, then their sum)."""
     failures = 0
     for dtype, tf32 in ((torch.bfloat16, False), (torch.float16, False), (torch.float32, True)):
         torch.backends.cuda.matmul.allow_tf32 = tf32
         for M, N, K, batch in ((8, 16, 8, None), (64, 136, 72, None), (136, 264, 520, None), (200, 304, 136, None),
-                               (72, 136, 64, 2)):
+                               (72, 136, 64, 2), (136, 200, 1032, None), (72, 136, 1000, 2)):
             for lay in ("NN", "NT", "TN", "TT"):
                 lead = () if batch is None else (batch,)
                 a = layouts(torch.randn(*lead, M, K, device="cuda", dtype=dtype), lay[0])

@@ -158,3 +158,21 @@ def test_only_three_runtime_switches():
                 if arg.startswith('"'):
                     assert arg.strip('"') in SWITCHES, (path, m.group(0))
     assert set(found) <= SWITCHES, {k: v for k, v in found.items() if k not in SWITCHES}
+
+
+def test_sm80_split_k(driver):
+    """The sm80 family splits K where its grid fills at most half the SMs'
+    CTA slots and K holds 8 k-blocks a split (sm80.cu's build): the
+    workspace holds splits x batch x M x N fp32 partial sums; a full grid
+    or a short K asks for none."""
+    cases = [((256, 512, 4096, 1, "bf16", "nn", "-"), 8),  # 8 tiles, 64 k-blocks: 8 splits
+             ((300, 200, 1000, 1, "bf16", "nt", "-"), 2),  # 6 tiles, 16 k-blocks: 2
+             ((132, 256, 2000, 3, "tf32", "tn", "-"), 7),  # 6 tiles (128 x 256), 63 k-blocks: 7 of 9
+             ((4096, 4096, 4096, 1, "bf16", "nn", "-"), 0),  # 1024 tiles
+             ((256, 512, 448, 1, "bf16", "nn", "-"), 0)]  # 7 k-blocks
+    got = run(driver, [c for c, _ in cases], "--sm80", "--workspace")
+    for (c, splits), line in zip(cases, got):
+        name, nbytes = line.split()
+        M, N, _, b, *_ = c
+        assert name.startswith("sm80_"), (c, name)
+        assert int(nbytes) == splits * b * M * N * 4, (c, line)

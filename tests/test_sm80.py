@@ -7,11 +7,12 @@ Hopper family off.  TILED_DISABLE_KERNELS is read once per process, so the
 cases run in a child process with TILED_DISABLE_KERNELS=hopper,skinny,staging
 (skinny off too, so that small M and N reach this family), one child per
 dtype: every layout, both configurations, edge tiles (M, N, K not multiples
-of the tile, K below one chunk, the last k-block partly past K), batches
-with and without broadcast operands, bias, a NaN-poisoned output, every
-element within torch_tiled_gemm/testing.py's bound of a float64 reference,
-integer data compared exactly, bit-identical repeats, and the alignment the
-family declines.  Skips without a compute-capability >= 8.0 GPU.
+of the tile, K below one chunk, the last k-block partly past K), K split
+over a small grid, batches with and without broadcast operands, bias, a
+NaN-poisoned output, every element within torch_tiled_gemm/testing.py's
+bound of a float64 reference, integer data compared exactly, bit-identical
+repeats, and the alignment the family declines.  Skips without a
+compute-capability >= 8.0 GPU.
 """
 import os
 import subprocess
@@ -96,10 +97,16 @@ def run_cases(tag):
             kname = check(tag, a, b, bias, expect_sm80=not degenerate)
             if kname.startswith("sm80_"):
                 seen.add(kname.split("_")[2])
-        for M, N, K in [(129, 257, 200), (300, 200, 1000), (2048, 2048, 128)]:
+        # (Grids of few tiles over a long K split K: 300 x 200 x 1000 in 2 or 4,
+        # 256 x 512 x 4096 in 8, the batched one in 4 or 8; sm80.cu's build.)
+        for M, N, K in [(129, 257, 200), (300, 200, 1000), (2048, 2048, 128), (256, 512, 4096)]:
             a, b = operands(M, N, K, dtype, layout, gen, ints=True)
             bias = torch.randint(-3, 4, (N,), generator=gen, device="cuda").to(dtype)
             check(tag, a, b, bias, exact=True)
+        a, b = operands(130, 256, 2000, dtype, layout, gen, batch=3, ints=True)
+        check(tag, a, b, torch.randint(-3, 4, (256,), generator=gen, device="cuda").to(dtype), exact=True)
+        a, b = operands(130, 256, 2000, dtype, layout, gen, batch=3)
+        check(tag, a, b, rand((256,), dtype, "cuda", gen))
         # K below a chunk and around k-block edges (64 16-bit / 32 fp32 elements).
         for K in (2, 3, 8, 31, 33, 63, 64, 65, 127, 129):
             a, b = operands(70, 136, K, dtype, layout, gen, ints=True)

@@ -237,6 +237,7 @@ size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_workspace_bytes(p, dev);
     case Family::hopper: return hopper_workspace_bytes(p, dev);
+    case Family::sm80: return sm80_workspace_bytes(p, dev);
     case Family::simt_fast: return simt_fast_workspace_bytes(p, dev);
     default: return 0;
   }
@@ -258,7 +259,7 @@ const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream
       // sm90 instantiation (docs/fused.md).
       auto run = [&](const GemmProblem& q) {
         return f == Family::hopper ? hopper_gemm(q, dev, stream, workspace)
-               : f == Family::sm80 ? sm80_gemm(q, dev, stream)
+               : f == Family::sm80 ? sm80_gemm(q, dev, stream, workspace)
                                    : simt_fast_gemm(q, dev, stream, workspace);
       };
       if (!p.epi.any()) return run(p);

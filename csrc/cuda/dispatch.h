@@ -121,9 +121,11 @@ const char* skinny_config_name(const GemmProblem& p, const DeviceInfo& dev);
 
 // Ampere-style tensor-core kernels (sm80/): mma.sync, ldmatrix, a cp.async
 // pipeline; bf16, fp16, and fp32 with allow_tf32, on sm_80 and later, for
-// 16-byte aligned operands.  No workspace.
+// 16-byte aligned operands.  `workspace`: sm80_workspace_bytes(p, dev)
+// bytes, the fp32 partial sums of a grid split over K (null: no split).
 bool sm80_can_run(const GemmProblem& p, const DeviceInfo& dev);
-const char* sm80_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream);
+size_t sm80_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
+const char* sm80_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace);
 // Name of the configuration sm80_gemm would run (starts with "sm80").
 const char* sm80_config_name(const GemmProblem& p, const DeviceInfo& dev);
 

@@ -7,7 +7,8 @@
 // shared memory (--sm80: an sm_80 device, 108 SMs, 163 KB), dense aligned
 // operands.  With --list it prints instead every configuration name of
 // every family for the line's dtype and layout, space-separated; with
-// --candidates the autotuner's candidates for the problem.  The launchers
+// --candidates the autotuner's candidates for the problem; with
+// --workspace the name and the workspace bytes the problem asks for.  The launchers
 // are stubs: nothing runs on a GPU.  Built and driven by
 // tests/test_configs_host.py.
 #include <cstdio>
@@ -100,7 +101,10 @@ int main(int argc, char** argv) {
       continue;
     }
     const char* name = cuda::gemm_kernel_name(p, dev);
-    std::printf("%s\n", name ? name : "none");
+    if (std::strcmp(mode, "--workspace") == 0)
+      std::printf("%s %zu\n", name ? name : "none", cuda::gemm_workspace_bytes(p, dev));
+    else
+      std::printf("%s\n", name ? name : "none");
   }
   return 0;
 }

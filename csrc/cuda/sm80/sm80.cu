@@ -16,6 +16,9 @@ namespace {
 using sm80::Launch;
 
 constexpr int64_t kMaxInt = 2147483647 - 256;
+// Split K (build): at least this many k-blocks a split, at most this many splits.
+constexpr int64_t kMinSplitBlocks = 8;
+constexpr int64_t kMaxSplits = 8;
 
 // An operand cp.async can copy 16 bytes at a time: 16-byte aligned base,
 // leading dimension and batch stride multiples of 16 bytes.  `rows`: its
@@ -130,7 +133,26 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, int forced = 
   const int es = dtype_size(p.dtype);
   q.c_pairs = pointer_alignment(p.c) >= 2 * es && q.c_ld % 2 == 0 && (p.batch == 1 || q.c_batch % 2 == 0);
   l.batch = static_cast<int>(p.batch);
+  // Split K where the grid fills at most half the SMs' CTA slots and K
+  // holds at least kMinSplitBlocks k-blocks per split: as many splits as
+  // fill the slots, up to kMaxSplits.
+  const int64_t k_blocks = ceil_div(p.K, c.bk);
+  const int64_t tiles = tiles_m * tiles_n * p.batch;
+  const int64_t slots = static_cast<int64_t>(std::max(dev.num_sms, 1)) * ctas_per_sm(c, tf32, dev);
+  int64_t splits = 1;
+  if (tiles * 2 <= slots)
+    splits = std::min<int64_t>({slots / tiles, k_blocks / kMinSplitBlocks, kMaxSplits});
+  l.splits = 1;
+  q.kb_per_split = 0;
+  if (splits > 1) {
+    q.kb_per_split = static_cast<int>(ceil_div(k_blocks, splits));
+    l.splits = static_cast<int>(ceil_div(k_blocks, q.kb_per_split));
+  }
   return true;
+}
+
+size_t partial_bytes(const Launch& l) {
+  return l.splits > 1 ? static_cast<size_t>(l.splits) * l.batch * l.p.M * l.p.N * sizeof(float) : 0;
 }
 
 // The problem under the first configuration of the forced list that takes
@@ -166,9 +188,19 @@ std::vector<std::string> sm80_config_list(const GemmProblem& p) {
   return out;
 }
 
-const char* sm80_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream) {
+size_t sm80_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {
+  Launch l;
+  return plan(p, dev, l) ? partial_bytes(l) : 0;
+}
+
+const char* sm80_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, void* workspace) {
   Launch l;
   if (!plan(p, dev, l)) return "sm80: problem not supported";
+  if (workspace == nullptr) {  // no room for the partial sums: one pass over all of K
+    l.splits = 1;
+    l.p.kb_per_split = 0;
+  }
+  l.p.partial = l.splits > 1 ? static_cast<float*>(workspace) : nullptr;
   const bool first = l.cfg == 0;
   switch (p.dtype) {
     case DType::bf16: return first ? sm80::launch_bf16_0(l, stream) : sm80::launch_bf16_1(l, stream);

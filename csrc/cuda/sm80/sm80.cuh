@@ -260,9 +260,15 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 1) sm80_gemm_kernel(co
   const E* B = static_cast<const E*>(p.b) + batch * p.b_batch;
   const uint32_t base = smem_u32(smem);
 
-  auto load_stage = [&](int kb, int slot) {
+  // This CTA's k-blocks: split blockIdx.z of the K range (sm80.h, Params).
+  const int all_blocks = (p.K + BK - 1) / BK;
+  const int per_split = p.kb_per_split > 0 ? p.kb_per_split : all_blocks;
+  const int kb0 = static_cast<int>(blockIdx.z) * per_split;
+  const int k_blocks = min(all_blocks - kb0, per_split);
+
+  auto load_stage = [&](int kb, int slot) {  // kb counts from the split's first k-block
     const uint32_t sa = base + slot * kStageBytes, sb = sa + TileA::kBytes;
-    const int k0 = kb * BK;
+    const int k0 = (kb0 + kb) * BK;
     if constexpr (A_KMAJOR)
       load_tile<TileA, kThreads>(sa, A, p.lda, m0, p.M, k0, p.K, tid);
     else
@@ -343,7 +349,6 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 1) sm80_gemm_kernel(co
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
 
-  const int k_blocks = (p.K + BK - 1) / BK;
   // RING fills all S slots up front (a slot is refilled as soon as its last
   // fragments are read); otherwise one slot stays free for the next copy.
   constexpr int kAhead = RING ? S : S - 1;
@@ -421,6 +426,30 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 1) sm80_gemm_kernel(co
 
   // Accumulator (mt, nt, i): row wm0 + 16 mt + g + 8 (i >> 1), column
   // wn0 + 8 nt + 2 t + (i & 1).
+  if (p.partial != nullptr) {
+    // Split K: this split's fp32 sums, dense [split][batch][M][N], no bias
+    // (sm80_reduce_kernel adds the splits in order, then the bias).
+    float* P = p.partial + (static_cast<int64_t>(blockIdx.z) * gridDim.y + batch) * p.M * p.N;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int col = n0 + wn0 + nt * 8 + 2 * t;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = m0 + wm0 + mt * 16 + g + 8 * h;
+          if (row >= p.M) continue;
+          float* dst = P + static_cast<int64_t>(row) * p.N + col;
+          if (col + 1 < p.N && p.N % 2 == 0) {
+            *reinterpret_cast<float2*>(dst) = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+          } else {
+            if (col < p.N) dst[0] = acc[mt][nt][2 * h];
+            if (col + 1 < p.N) dst[1] = acc[mt][nt][2 * h + 1];
+          }
+        }
+    }
+    return;
+  }
   T* C = static_cast<T*>(p.c) + batch * p.c_batch;
   const T* bias = static_cast<const T*>(p.bias);
 #pragma unroll
@@ -456,6 +485,25 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 1) sm80_gemm_kernel(co
 #elif defined(__CUDA_ARCH__)
   __trap();  // sm80_can_run declines GPUs before sm_80
 #endif
+}
+
+// Split K's second pass: C = sum of the splits' fp32 partial sums (in split
+// order: the same bits on every run) + bias, rounded once to C's dtype.
+template <class T>
+__global__ void __launch_bounds__(256) sm80_reduce_kernel(const Params p, int splits, int batch) {
+  const int64_t slice = static_cast<int64_t>(batch) * p.M * p.N;
+  const T* bias = static_cast<const T*>(p.bias);
+  T* C = static_cast<T*>(p.c);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < slice;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v = 0.f;
+    for (int s = 0; s < splits; ++s) v += p.partial[s * slice + i];
+    const int col = static_cast<int>(i % p.N);
+    const int64_t rb = i / p.N;
+    const int64_t row = rb % p.M, b = rb / p.M;
+    if (bias != nullptr) v += to_acc<float>(bias[col]);
+    C[b * p.c_batch + row * p.c_ld + col] = from_acc<T>(v);
+  }
 }
 
 }  // namespace sm80

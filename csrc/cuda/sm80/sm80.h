@@ -80,6 +80,11 @@ struct Params {
   int64_t c_batch = 0, c_ld = 0;
   int tiles_m = 0, tiles_n = 0;
   bool c_pairs = false;  // two adjacent outputs may be stored as one (aligned C)
+  // Split K (grid z = splits): each split sums kb_per_split k-blocks into
+  // `partial` (fp32, [split][batch][M][N]); a second kernel adds them up
+  // with the bias into C.  kb_per_split 0 / partial null: no split.
+  int kb_per_split = 0;
+  float* partial = nullptr;
 };
 
 // A launch: configuration index, layouts, grid.
@@ -89,6 +94,7 @@ struct Launch {
   bool a_kmajor = true;  // A(m, k) at a[m * lda + k] (row-major A), else a[k * lda + m]
   bool b_kmajor = true;  // B(k, n) at b[n * ldb + k] (column-major B), else b[k * ldb + n]
   int batch = 1;
+  int splits = 1;  // K splits (workspace: splits * batch * M * N floats when > 1)
 };
 
 // Per-dtype, per-configuration launchers (sm80_<dtype>_<cfg>.cu: one file
