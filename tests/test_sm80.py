@@ -165,22 +165,24 @@ def run_staged(tag):
             assert kname.startswith("staged_") and f"+sm80_{tag}_" in kname, (kname, layout, M, N, K)
 
 
-@pytest.mark.parametrize("tag", ["bf16", "tf32"])
-def test_staged_unaligned(tag):
-    env = dict(os.environ, TILED_DISABLE_KERNELS=STAGED)
+def in_child(fn, tag, disabled):
+    """test_sm80.<fn>(tag) in a child process with TILED_DISABLE_KERNELS=disabled
+    (read once per process)."""
+    env = dict(os.environ, TILED_DISABLE_KERNELS=disabled)
     tests = os.path.dirname(os.path.abspath(__file__))
-    code = f"import test_sm80; test_sm80.run_staged({tag!r}); print('ok')"
+    code = f"import test_sm80; test_sm80.{fn}({tag!r}); print('ok')"
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900, cwd=tests)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-4000:] + r.stderr[-8000:]
+
+
+@pytest.mark.parametrize("tag", ["bf16", "tf32"])
+def test_staged_unaligned(tag):
+    in_child("run_staged", tag, STAGED)
 
 
 @pytest.mark.parametrize("tag", ["bf16", "f16", "tf32"])
 def test_forced_every_case(tag):
-    env = dict(os.environ, TILED_DISABLE_KERNELS=FORCED)
-    tests = os.path.dirname(os.path.abspath(__file__))
-    code = f"import test_sm80; test_sm80.run_cases({tag!r}); print('ok')"
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900, cwd=tests)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-4000:] + r.stderr[-8000:]
+    in_child("run_cases", tag, FORCED)
 
 
 def test_default_choice():
