@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, full tests, benchmarks.  Stages are
 # picked with STAGES (default "build test bench ladder"; also wheel + abi,
-# sass, gdb, reliability, dist, ab, cluster, sweep, explore, ncu), so a long session can be split over two
+# sass, gdb, reliability, sm80, dist, ab, cluster, sweep, explore, ncu), so a long session can be split over two
 # calls on the same warm machine:
 #   STAGES="build test" bash benchmarks/device_run.sh
 #   STAGES="bench ladder" bash benchmarks/device_run.sh
@@ -111,6 +111,27 @@ if has reliability; then
   say "reliability ${RELIABILITY_ARGS:-}"
   timeout ${RELIABILITY_TIMEOUT:-580} $PY benchmarks/reliability.py --out "$OUT/results" ${RELIABILITY_ARGS:-} >>"$LOG" 2>&1
   say "reliability rc=$?"
+fi
+if has sm80; then
+  # The sm80 family on this Hopper GPU with the Hopper family off: its tests
+  # (forced, staged, split K), memcheck and racecheck over its sanitizer
+  # cases beside them, then its record (results/sm80-*.json; SM80_ARGS, e.g.
+  # "--time-budget 90 --dtype bf16").  About 4-5 minutes on an H100.
+  say "sm80: tests and sanitizers"
+  for tool in memcheck racecheck; do
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
+      $PY benchmarks/sanitize_cases.py --sm80 >"$OUT/sanitizer-sm80-$tool.log" 2>&1 &
+  done
+  timeout 300 $PY -m pytest -q -p no:cacheprovider -n 5 tests/test_sm80.py >>"$LOG" 2>&1
+  say "sm80 tests rc=$?"
+  wait
+  grep -hE "SUMMARY|numerical" "$OUT"/sanitizer-sm80-*.log >>"$LOG"
+  say "sm80: record ${SM80_ARGS:-}"
+  timeout ${SM80_TIMEOUT:-300} $PY benchmarks/sm80_record.py --out "$OUT/results" ${SM80_ARGS:---time-budget 90} \
+    >"$OUT/sm80_record.log" 2>&1
+  rc=$?
+  grep -vE "^(bf16|tf32|fp16) " "$OUT/sm80_record.log" >>"$LOG"
+  say "sm80 record rc=$rc (per case: sm80_record.log)"
 fi
 if has bench; then
   say "bench"
