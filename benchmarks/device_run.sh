@@ -118,14 +118,12 @@ if has sm80; then
   # cases beside them, then its record (results/sm80-*.json; SM80_ARGS, e.g.
   # "--time-budget 90 --dtype bf16").  About 4-5 minutes on an H100.
   say "sm80: tests and sanitizers"
-  for tool in memcheck racecheck; do
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
-      $PY benchmarks/sanitize_cases.py --sm80 >"$OUT/sanitizer-sm80-$tool.log" 2>&1 &
-  done
+  timeout 300 $PY benchmarks/reliability.py --out "$OUT/sm80-sanitizer" --skip opinfo,fuzz,tf32 \
+    --tools memcheck,racecheck --sm80-only --jobs 2 >"$OUT/sm80-sanitizer.log" 2>&1 &
   timeout 300 $PY -m pytest -q -p no:cacheprovider -n 5 tests/test_sm80.py >>"$LOG" 2>&1
   say "sm80 tests rc=$?"
   wait
-  grep -hE "SUMMARY|numerical" "$OUT"/sanitizer-sm80-*.log >>"$LOG"
+  grep -E "^\('[a-z]+_sm80'" "$OUT/sm80-sanitizer.log" >>"$LOG"  # ('memcheck_sm80', None): 0 (20 s)
   say "sm80: record ${SM80_ARGS:-}"
   timeout ${SM80_TIMEOUT:-300} $PY benchmarks/sm80_record.py --out "$OUT/results" ${SM80_ARGS:---time-budget 90} \
     >"$OUT/sm80_record.log" 2>&1

@@ -4,7 +4,7 @@ against cuBLAS's.
 
     python benchmarks/reliability.py --out DIR [--fuzz-cases 50000]
         [--tools memcheck,racecheck,initcheck,synccheck] [--skip opinfo,fuzz,sanitizer,tf32]
-        [--jobs N] [--shares initcheck=4] [--part I/N --merge]
+        [--jobs N] [--shares initcheck=4] [--sm80-only] [--part I/N --merge]
 
 Writes DIR/reliability-<gpu>-<date>-<commit>.json:
     {"gpu", "commit", "date", "opinfo": {"passed", "failed"},
@@ -178,6 +178,8 @@ def main():
     p.add_argument("--shares", default="", metavar="TOOL=N,...",
                    help="run sanitizer TOOL's cases as N shares (separate processes, counted together), "
                         "e.g. initcheck=4")
+    p.add_argument("--sm80-only", action="store_true",
+                   help="the sanitizers over the sm80 family's cases only (device_run.sh's sm80 stage)")
     p.add_argument("--merge", action="store_true", help="keep the parts of an existing record not run now")
     p.add_argument("--part", default=None, metavar="I/N",
                    help="the sanitizers over share I of N of the cases only (with --merge over several calls: a "
@@ -206,10 +208,11 @@ def main():
         for tool in filter(None, a.tools.split(",")):
             if a.part:
                 jobs.append(sanitizer_job(a.out, tool, a.part))
-            else:
+                continue
+            if not a.sm80_only:
                 n = shares.get(tool, 1)
                 jobs += [sanitizer_job(a.out, tool, f"{i}/{n}" if n > 1 else None) for i in range(n)]
-                jobs.append(sanitizer_job(a.out, tool, sm80=True))
+            jobs.append(sanitizer_job(a.out, tool, sm80=True))
 
     def done(job, value):
         if job.key in ("opinfo", "fuzz"):

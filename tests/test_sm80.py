@@ -21,7 +21,8 @@ import sys
 import pytest
 import torch
 
-from conftest import TF32_TOL, assert_close_rel, padded_operands as operands, rand, reference, run_poisoned
+from conftest import (TF32_TOL, assert_close_rel, make_operands, padded_operands as operands, rand, reference,
+                      run_poisoned)
 
 HAS_SM80 = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
 pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability >= 8.0 GPU")
@@ -155,12 +156,8 @@ def run_staged(tag):
     torch.backends.cuda.matmul.allow_tf32 = tag == "tf32"
     gen = torch.Generator(device="cuda").manual_seed(81)
     for layout in LAYOUTS:
-        for M, N, K, batch in [(1000, 1001, 999, None), (257, 130, 77, 3), (130, 67, 1030, None)]:
-            lead = (batch,) if batch else ()
-            a = rand(lead + ((M, K) if layout[0] == "N" else (K, M)), dtype, "cuda", gen)
-            b = rand(lead + ((K, N) if layout[1] == "N" else (N, K)), dtype, "cuda", gen)
-            a = a if layout[0] == "N" else a.transpose(-1, -2)
-            b = b if layout[1] == "N" else b.transpose(-1, -2)
+        for i, (M, N, K, batch) in enumerate([(1000, 1001, 999, None), (257, 130, 77, 3), (130, 67, 1030, None)]):
+            a, b = make_operands(M, N, K, dtype, "cuda", layout, batch, seed=81 + i)
             kname = check(tag, a, b, rand((N,), dtype, "cuda", gen), expect_sm80=False)
             assert kname.startswith("staged_") and f"+sm80_{tag}_" in kname, (kname, layout, M, N, K)
 

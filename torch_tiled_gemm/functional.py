@@ -7,7 +7,6 @@ from .ops import direct as _direct, gemm_direct as _gemm_direct, linear_direct a
 
 _gemm = torch.ops.tiled.gemm.default
 _linear = torch.ops.tiled.linear.default
-_grad_enabled = torch.is_grad_enabled
 
 
 def _type_name(obj) -> str:
@@ -37,7 +36,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None) 
     # A call that records a gradient skips the dispatcher's hop to the
     # Autograd kernel where that changes nothing (ops.py, the direct path;
     # direct() accepts tensors only).
-    if _grad_enabled() and _direct(a, b, bias):
+    if _direct(a, b, bias):
         return _gemm_direct(a, b, bias)
     _require_tensor("gemm", "a", 1, a)
     _require_tensor("gemm", "b", 2, b)
@@ -47,7 +46,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None) 
 
 def _gemm_call(a, b):
     """gemm(a, b) for matmul (operands checked there)."""
-    if _grad_enabled() and _direct(a, b, None):
+    if _direct(a, b, None):
         return _gemm_direct(a, b, None)
     return _gemm(a, b, None)
 
@@ -112,7 +111,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     The weight is read in place (a transposed view) and its gradient is
     produced directly in its own [out, in] layout.
     """
-    if _grad_enabled() and _direct(x, weight, bias):  # as in gemm
+    if _direct(x, weight, bias):  # as in gemm
         return _linear_direct(x, weight, bias)
     _require_tensor("linear", "input", 1, x)
     _require_tensor("linear", "weight", 2, weight)

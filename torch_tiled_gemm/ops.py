@@ -11,6 +11,7 @@ torch from 2.10 on.  Here:
 - fake kernels: output shape and dtype with the same argument checks, for
   torch.compile to trace the ops without running them.
 """
+import functools
 import threading
 
 import torch
@@ -251,6 +252,18 @@ def _reraise_oom(e):
     raise e
 
 
+def _raising_torch_oom(fn):
+    """`fn` with the C++ side's out of memory raised as torch's (_reraise_oom)."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RuntimeError as e:
+            _reraise_oom(e)
+
+    return wrapped
+
+
 def _needs_grad(*ts):
     if not _grad_enabled():
         return False
@@ -432,12 +445,13 @@ _DEFAULT_INCLUDED = _fresh_thread_included()
 
 
 def direct(a, b, bias):
-    """In grad mode: whether the op called with (a, b, bias) records a
-    gradient and calling its autograd.Function directly is the same call
-    (see above).  Reads nothing of a tensor (not even requires_grad, which
-    a __torch_function__ mode sees) before its type and the mode stack."""
+    """Whether the op called with (a, b, bias) records a gradient and calling
+    its autograd.Function directly is the same call (see above).  Reads
+    nothing of a tensor (not even requires_grad, which a __torch_function__
+    mode sees) before its type and the mode stack."""
     return (
-        (type(a) is _Tensor or type(a) is _Parameter)
+        _grad_enabled()
+        and (type(a) is _Tensor or type(a) is _Parameter)
         and (type(b) is _Tensor or type(b) is _Parameter)
         and (bias is None or type(bias) is _Tensor or type(bias) is _Parameter)
         and not _function_mode()
@@ -459,20 +473,18 @@ def _below_autograd_call(handle, *args):
         _set_excluded(_AUTOGRAD, False)
 
 
-def gemm_direct(a, b, bias=None):
-    """torch.ops.tiled.gemm(a, b, bias) where direct() says so."""
+def _apply_direct(fn, a, b, bias=None):
+    """The op of autograd.Function `fn` (gemm's or linear's) with (a, b,
+    bias) where direct() says so: the Function called directly."""
     try:
-        return _GemmFn.apply(None, a, b, bias)
+        return fn.apply(None, a, b, bias)
     except RuntimeError as e:
         _reraise_oom(e)
 
 
-def linear_direct(x, weight, bias=None):
-    """torch.ops.tiled.linear(x, weight, bias) where direct() says so."""
-    try:
-        return _LinearFn.apply(None, x, weight, bias)
-    except RuntimeError as e:
-        _reraise_oom(e)
+# (partial, not a def calling _apply_direct: no second Python frame per call)
+gemm_direct = functools.partial(_apply_direct, _GemmFn)
+linear_direct = functools.partial(_apply_direct, _LinearFn)
 
 
 class _LinearActFn(torch.autograd.Function):
@@ -508,14 +520,12 @@ class _LinearActFn(torch.autograd.Function):
         return grad_x, grad_w, grad_b, None, grad_r
 
 
+@_raising_torch_oom
 def _linear_act_autograd(keyset, x, weight, bias=None, act="none", residual=None):
-    try:
-        if _needs_grad(x, weight, bias, residual):
-            _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
-            return _LinearActFn.apply(x, weight, bias, act, residual)
-        return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
-    except RuntimeError as e:
-        _reraise_oom(e)
+    if _needs_grad(x, weight, bias, residual):
+        _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
+        return _LinearActFn.apply(x, weight, bias, act, residual)
+    return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
 
 
 class _GatedLinearFn(torch.autograd.Function):
@@ -560,14 +570,12 @@ class _GatedLinearFn(torch.autograd.Function):
         return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
 
 
+@_raising_torch_oom
 def _gated_linear_autograd(keyset, x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
-    try:
-        if _needs_grad(x, w_gate, w_up, b_gate, b_up):
-            _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
-            return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
-        return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
-    except RuntimeError as e:
-        _reraise_oom(e)
+    if _needs_grad(x, w_gate, w_up, b_gate, b_up):
+        _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+        return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
+    return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
 
 
 for _name, _kernel in (

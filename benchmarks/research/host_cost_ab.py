@@ -26,11 +26,6 @@ import statistics
 import subprocess
 import sys
 
-CASES = ("torch.mm", "gemm", "gemm, a requires grad", "gemm fwd+bwd", "gemm under inference_mode",
-         "linear", "TiledLinear fwd (params require grad)", "TiledLinear fwd+bwd", "TiledLinear fwd under no_grad",
-         "ttg.gemm", "ttg.gemm, a requires grad", "ttg.gemm fwd+bwd")
-
-
 def child(device, n, dtype_name):
     import torch
     import torch_tiled_gemm as ttg
@@ -104,12 +99,13 @@ def main():
                 if out.returncode:
                     sys.exit(f"{name}: {out.stderr[-2000:]}")
                 per[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-        table = {name: {c: statistics.median(r[c] for r in runs) for c in CASES} for name, runs in per.items()}
+        cases = list(next(iter(per.values()))[0])  # the child's rows, in its order
+        table = {name: {c: statistics.median(r[c] for r in runs) for c in cases} for name, runs in per.items()}
         result["us_per_call"][dtype] = table
         result["per_process"][dtype] = per
         print(f"\n{a.n}^3 {dtype} on {a.device}, us per call (median of {a.processes} processes per build)")
         print(f"{'case':40s}" + "".join(f"{n:>10s}" for n in builds))
-        for c in CASES:
+        for c in cases:
             print(f"{c:40s}" + "".join(f"{table[n][c]:10.2f}" for n in builds))
     if a.out:
         with open(a.out, "w") as f:

@@ -42,6 +42,11 @@ int ctas_per_sm(const sm80::Config& c, bool tf32, const DeviceInfo& dev) {
   return std::max(1, std::min(by_regs, static_cast<int>(per_sm / smem)));
 }
 
+// CTAs of configuration `c` the GPU runs at once.
+int64_t cta_slots(const sm80::Config& c, bool tf32, const DeviceInfo& dev) {
+  return static_cast<int64_t>(std::max(dev.num_sms, 1)) * ctas_per_sm(c, tf32, dev);
+}
+
 // The configuration: the one whose grid costs the least time.  A wave is
 // as many CTAs as the SMs hold at once (ctas_per_sm each); an SM's time per
 // wave is the work of its CTAs (a 128 x 256 tile counting as two 128 x 128
@@ -55,7 +60,7 @@ int choose_config(const GemmProblem& p, bool tf32, const DeviceInfo& dev) {
     const int per_sm = ctas_per_sm(c, tf32, dev);
     if (per_sm == 0) continue;
     const int64_t tiles = ceil_div(p.M, c.bm) * ceil_div(p.N, c.bn) * p.batch;
-    const int64_t slots = static_cast<int64_t>(std::max(dev.num_sms, 1)) * per_sm;
+    const int64_t slots = cta_slots(c, tf32, dev);
     const double tile_work = static_cast<double>(c.bm) * c.bn / (128.0 * 128.0);
     const double eff = per_sm > 1 ? c.eff : c.eff_one;
     const double cost = static_cast<double>(ceil_div(tiles, slots)) * per_sm * tile_work / eff;
@@ -138,7 +143,7 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, int forced = 
   // fill the slots, up to kMaxSplits.
   const int64_t k_blocks = ceil_div(p.K, c.bk);
   const int64_t tiles = tiles_m * tiles_n * p.batch;
-  const int64_t slots = static_cast<int64_t>(std::max(dev.num_sms, 1)) * ctas_per_sm(c, tf32, dev);
+  const int64_t slots = cta_slots(c, tf32, dev);
   int64_t splits = 1;
   if (tiles * 2 <= slots)
     splits = std::min<int64_t>({slots / tiles, k_blocks / kMinSplitBlocks, kMaxSplits});
