@@ -54,6 +54,27 @@ TILED_HOST_DEVICE F activate(F x, Activation a) {
   }
 }
 
+// d act(x) / dx, as torch's backward ops compute it (threshold_backward,
+// gelu_backward, silu_backward): the gated MLP's backward (gated_backward).
+template <Activation kAct, class F>
+TILED_HOST_DEVICE F activate_grad_as(F x) {
+  if constexpr (kAct == Activation::relu) {
+    return x <= F(0) ? F(0) : F(1);  // (a NaN passes the gradient, as threshold_backward does)
+  } else if constexpr (kAct == Activation::gelu_erf) {
+    const F cdf = F(0.5) * (F(1) + epi_detail::erf_(x * F(0.70710678118654752440)));
+    return cdf + x * F(0.39894228040143267794) * epi_detail::exp_(F(-0.5) * x * x);
+  } else if constexpr (kAct == Activation::gelu_tanh) {
+    const F kBeta = F(0.79788456080286535588), kKappa = F(0.044715);
+    const F t = epi_detail::tanh_(kBeta * (x + kKappa * x * x * x));
+    return F(0.5) * (F(1) + t) + F(0.5) * x * (F(1) - t * t) * kBeta * (F(1) + F(3) * kKappa * x * x);
+  } else if constexpr (kAct == Activation::silu) {
+    const F s = F(1) / (F(1) + epi_detail::exp_(-x));
+    return s * (F(1) + x * (F(1) - s));
+  } else {
+    return F(1);
+  }
+}
+
 // Names as the ops spell them ("none", "relu", "gelu_erf", "gelu_tanh",
 // "silu"); -1 for an unknown name.
 inline int activation_from_name(const char* s) {

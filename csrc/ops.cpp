@@ -36,6 +36,12 @@ std::string gemm_kernel_name_cpu(Tensor a, Tensor b) {
   return std::string("cpu_blocked_") + cpu::isa_name(to_dtype(a.scalar_type()));
 }
 
+std::tuple<Tensor, Tensor> gated_act_backward_cpu(Tensor grad, Tensor gate, Tensor up, std::string act) {
+  TILED_CHECK(false, "tiled.gated_act_backward: runs on CUDA tensors only (the CPU backward uses torch's ops), got ",
+              grad.device());
+  return {grad, grad};
+}
+
 }  // namespace
 
 STABLE_TORCH_LIBRARY(tiled, m) {
@@ -49,6 +55,8 @@ STABLE_TORCH_LIBRARY(tiled, m) {
   m.def(
       "gated_linear(Tensor x, Tensor w_gate, Tensor w_up, str act=\"silu\", Tensor? b_gate=None, "
       "Tensor? b_up=None) -> Tensor");
+  // The gated MLP's elementwise backward in one pass (CUDA): (d_gate, d_up).
+  m.def("gated_act_backward(Tensor grad, Tensor gate, Tensor up, str act) -> (Tensor, Tensor)");
   m.def("gemm_kernel_name(Tensor a, Tensor b) -> str");
   // The dispatch class of a @ b, then the settings the tuner times for it
   // (torch_tiled_gemm/tune.py); the CPU has one kernel: ["cpu", "-"].
@@ -64,6 +72,7 @@ STABLE_TORCH_LIBRARY_IMPL(tiled, CPU, m) {
   m.impl("gemm_ladder", TORCH_BOX(&gemm_ladder_cpu));
   m.impl("gemm_kernel_name", TORCH_BOX(&gemm_kernel_name_cpu));
   m.impl("gemm_tuning", TORCH_BOX(&gemm_tuning_cpu));
+  m.impl("gated_act_backward", TORCH_BOX(&gated_act_backward_cpu));
 }
 
 }  // namespace tiled

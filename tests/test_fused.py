@@ -190,6 +190,40 @@ def test_opcheck(device):
             torch.library.opcheck(torch.ops.tiled.gated_linear, (x, w, w2, act, None, b))
 
 
+def test_gated_act_backward_cpu_refuses():
+    t = torch.randn(4, 8)
+    with pytest.raises(RuntimeError, match="runs on CUDA tensors only"):
+        torch.ops.tiled.gated_act_backward(t, t, t, "silu")
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+def test_gated_act_backward(dtype):
+    """The gated backward's one pass against torch's ops: d_up = g * act(z),
+    d_gate = g * up * act'(z); 16-byte vectors and the element-wise tail
+    (an odd count), a transposed (copied) grad; opcheck."""
+    torch.manual_seed(6)
+    for shape in ((64, 96), (7, 13)):
+        z = torch.randn(shape, device="cuda", dtype=torch.float64) * 3
+        up = torch.randn(shape, device="cuda", dtype=torch.float64)
+        g = torch.randn(shape[::-1], device="cuda", dtype=torch.float64).t()
+        for act in ACTS:
+            d_gate, d_up = torch.ops.tiled.gated_act_backward(g.to(dtype), z.to(dtype), up.to(dtype), act)
+            assert d_gate.is_contiguous() and d_up.is_contiguous()
+            # float64 references: torch's own backward ops
+            zr = z.clone().requires_grad_(True)
+            (want_gate,) = torch.autograd.grad(ACTS[act](zr), zr, g * up)
+            want_up = g * ACTS[act](z)
+            theirs = [t.to(dtype) for t in (g, z, up)]
+            t_up = theirs[0] * ACTS[act](theirs[1])
+            zt = theirs[1].clone().requires_grad_(True)
+            (t_gate,) = torch.autograd.grad(ACTS[act](zt), zt, theirs[0] * theirs[2])
+            assert_like_torch(d_up, t_up, want_up, f"{dtype} {act} {shape} d_up")
+            assert_like_torch(d_gate, t_gate, want_gate, f"{dtype} {act} {shape} d_gate")
+    for act in ACTS:
+        torch.library.opcheck(torch.ops.tiled.gated_act_backward, (g.to(dtype), z.to(dtype), up.to(dtype), act))
+
+
 class TinyMLPs(nn.Module):
     def __init__(self):
         super().__init__()
@@ -511,6 +545,31 @@ def test_cuda_families(case, layout, monkeypatch):
         plain = torch.ops.tiled.gemm(a, b, bias)
         assert_like_torch(plain, torch.matmul(a, b) + bias, epilogue_reference(a, b, bias, "none", None, None)[1],
                           name + " plain")
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_cuda_pass_vector_and_scalar(dtype):
+    """The families that run the epilogue as a second pass (sm90, simt_fast)
+    store acc + bias into the kept pre-activation and read it from there:
+    16-byte vectors where every tensor allows them, element by element where
+    one does not (a residual with an odd row stride), batched, and with no
+    activation at all (the pass copies pre into the output)."""
+    torch.manual_seed(5)
+    for batch, (M, N, K) in ((1, (384, 512, 256)), (3, (136, 264, 128))):
+        a = torch.randn(batch, M, K, device="cuda").to(dtype)
+        b = (torch.randn(K, N, device="cuda") / K**0.5).to(dtype)
+        bias = torch.randn(N, device="cuda").to(dtype)
+        wide = torch.randn(batch, M, N + 3, device="cuda").to(dtype)
+        for res in (wide[..., :N].contiguous(), wide[..., :N]):
+            for act in ("none", "gelu_erf", "silu"):
+                out, pre = torch.ops.tiled.gemm_epilogue(a, b, bias, act, None, res, True)
+                z, y = epilogue_reference(a, b, bias, act, None, res)
+                zt = torch.matmul(a, b) + bias
+                label = f"{ttg.kernel_name(a[0], b)} {dtype} batch={batch} act={act} strided={not res.is_contiguous()}"
+                assert_like_torch(pre, zt, z, label + " pre")
+                assert_like_torch(out, ACTS[act](zt) + res, y, label)
+                assert pre.data_ptr() != out.data_ptr()
 
 
 @needs_cuda

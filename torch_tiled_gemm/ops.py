@@ -212,6 +212,18 @@ def _gated_linear_fake(x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
     return x.new_empty(_check_gated_linear(x, w_gate, w_up, act, b_gate, b_up))
 
 
+@torch.library.register_fake("tiled::gated_act_backward")
+def _gated_act_backward_fake(grad, gate, up, act):
+    op = "tiled.gated_act_backward"
+    _check_act(act, op)
+    for t in (gate, up):
+        torch._check(t.shape == grad.shape, lambda: f"{op}: gate and up must have grad's shape {tuple(grad.shape)}")
+        torch._check(t.dtype == grad.dtype, lambda: f"{op}: gate and up must have grad's dtype {grad.dtype}")
+    return torch.empty_like(grad, memory_format=torch.contiguous_format), torch.empty_like(
+        grad, memory_format=torch.contiguous_format
+    )
+
+
 # ---------------------------------------------------------------------------
 # Autograd.  Each op's Autograd kernel is a plain function: when no input
 # needs a gradient (inference, frozen weights, no_grad) it goes straight to
@@ -230,6 +242,7 @@ _linear = torch.ops.tiled.linear.default
 _gemm_epilogue = torch.ops.tiled.gemm_epilogue.default
 _linear_act = torch.ops.tiled.linear_act.default
 _gated_linear = torch.ops.tiled.gated_linear.default
+_gated_act_backward = torch.ops.tiled.gated_act_backward.default
 _gemm_handle = _gemm._handle
 _linear_handle = _linear._handle
 _gemm_redispatch = _gemm_handle.redispatch_boxed
@@ -550,9 +563,13 @@ class _GatedLinearFn(torch.autograd.Function):
         act = ctx.act
         grad_x = grad_wg = grad_wu = grad_bg = grad_bu = None
         g = _as_matrix(grad)  # [tokens, hidden]
-        h = _activation(zg, act)
-        d_up = g * h
-        d_gate = _activation_backward(g * up, zg, act)
+        if g.is_cuda and not torch.is_grad_enabled():
+            # One elementwise pass (torch's ops take four); not for a double
+            # backward, which needs the differentiable ops below.
+            d_gate, d_up = _gated_act_backward(g, zg, up, act)
+        else:
+            d_up = g * _activation(zg, act)
+            d_gate = _activation_backward(g * up, zg, act)
         x2 = _as_matrix(x)
         if ctx.needs_input_grad[0]:
             # dx = d_gate W_gate + d_up W_up: the second GEMM adds the first's

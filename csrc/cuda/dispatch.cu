@@ -232,13 +232,35 @@ StagingPlan staging_plan(const GemmProblem& p, const DeviceInfo& dev) {
 
 namespace {
 
+// What a family that does not fuse the epilogue (sm90, sm80, simt_fast) runs
+// before the elementwise pass: the plain GEMM, storing acc + bias into
+// epi.pre where the caller keeps the pre-activation (the pass reads it from
+// there, so the GEMM's output is written once, not copied to pre), else
+// into C.
+GemmProblem unfused_gemm(const GemmProblem& p) {
+  GemmProblem q = p;
+  q.epi = Epilogue{};
+  if (p.epi.pre) {
+    q.c = p.epi.pre;
+    q.c_batch_stride = p.epi.pre_batch_stride;
+    q.c_row_stride = p.epi.pre_row_stride;
+  }
+  return q;
+}
+
+// The problem the sm90 family launches for p: p itself where its kernel
+// fuses the epilogue, else the plain GEMM before the pass.
+GemmProblem hopper_problem(const GemmProblem& p, const DeviceInfo& dev) {
+  return !p.epi.any() || hopper_fuses_epilogue(p, dev) ? p : unfused_gemm(p);
+}
+
 // The choice under whatever configuration is forced (settings.h), else the rules'.
 size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
   switch (choose(p, dev)) {
     case Family::skinny: return skinny_workspace_bytes(p, dev);
-    case Family::hopper: return hopper_workspace_bytes(p, dev);
-    case Family::sm80: return sm80_workspace_bytes(p, dev);
-    case Family::simt_fast: return simt_fast_workspace_bytes(p, dev);
+    case Family::hopper: return hopper_workspace_bytes(hopper_problem(p, dev), dev);
+    case Family::sm80: return sm80_workspace_bytes(unfused_gemm(p), dev);
+    case Family::simt_fast: return simt_fast_workspace_bytes(unfused_gemm(p), dev);
     default: return 0;
   }
 }
@@ -250,23 +272,24 @@ const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream
     case Family::hopper:
     case Family::sm80:
     case Family::simt_fast: {
-      // These do not fuse the epilogue (yet): the GEMM stores acc + bias,
-      // then a second, elementwise pass applies the rest.  simt_fast's C is
-      // fp32, the accumulator itself, so its result is the fused one bit for
-      // bit; a 16-bit C is rounded once more (as an unfused torch Linear +
-      // activation is).  In-kernel fusion in the sm90 epilogue, as an
-      // unrolled loop per activation, multiplied the compile time of every
-      // sm90 instantiation (docs/fused.md).
+      // The sm90 kernels apply the epilogue to each C box in shared memory
+      // before TMA stores it (hopper_fuses_epilogue).  Otherwise (other
+      // sm90 store paths, sm80, simt_fast) the GEMM stores acc + bias (into
+      // pre where it is kept, unfused_gemm), then a second, elementwise pass
+      // applies the rest.  Both act on acc + bias rounded to C's type, as
+      // an unfused torch Linear + activation does; simt_fast's C is fp32, the
+      // accumulator itself, so its result is the fused one bit for bit.
       auto run = [&](const GemmProblem& q) {
         return f == Family::hopper ? hopper_gemm(q, dev, stream, workspace)
                : f == Family::sm80 ? sm80_gemm(q, dev, stream, workspace)
                                    : simt_fast_gemm(q, dev, stream, workspace);
       };
-      if (!p.epi.any()) return run(p);
-      GemmProblem q = p;
-      q.epi = Epilogue{};
+      if (!p.epi.any() || (f == Family::hopper && hopper_fuses_epilogue(p, dev))) return run(p);
+      const GemmProblem q = unfused_gemm(p);
       if (const char* err = run(q)) return err;
-      return epilogue_pass(p, stream);
+      GemmProblem rest = p;
+      rest.epi.pre = nullptr;  // already holds what the pass reads, when kept
+      return epilogue_pass(rest, q.c, q.c_batch_stride, q.c_row_stride, stream);
     }
     case Family::simt_general: break;
   }

@@ -140,5 +140,14 @@ const char* hopper_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
 // Name of the tile config hopper_gemm would run (starts with "sm90").
 const char* hopper_config_name(const GemmProblem& p, const DeviceInfo& dev);
 
+// The gated MLP's elementwise backward, `n` contiguous elements of one
+// dtype: given the output gradient g, the gate's pre-activation z and up,
+//   d_up = g * act(z),   d_gate = g * up * act'(z)
+// in one pass (torch's chain takes four: act, two products, act's backward),
+// in the accumulator type, each output rounded once (epilogue.cu).
+// nullptr on success.
+const char* gated_backward(DType dtype, const void* g, const void* z, const void* up, void* d_gate, void* d_up,
+                           int64_t n, Activation act, cudaStream_t stream);
+
 }  // namespace cuda
 }  // namespace tiled

@@ -236,6 +236,34 @@ std::vector<std::string> gemm_tuning_cuda(Tensor a, Tensor b) {
   return out;
 }
 
+// The gated MLP's elementwise backward (torch_tiled_gemm/ops.py's
+// _GatedLinearFn): d_gate = grad * up * act'(gate), d_up = grad * act(gate).
+std::tuple<Tensor, Tensor> gated_act_backward_cuda(Tensor grad, Tensor gate, Tensor up, std::string act) {
+  const char* op = "tiled.gated_act_backward";
+  const Activation a = parse_activation(act, op);
+  const IntArrayRef shape = grad.sizes();
+  for (const Tensor* t : {&gate, &up}) {
+    TILED_CHECK(std::vector<int64_t>(t->sizes().begin(), t->sizes().end()) ==
+                    std::vector<int64_t>(shape.begin(), shape.end()),
+                op, ": gate and up must have grad's shape ", shape, ", got ", t->sizes());
+    TILED_CHECK(t->scalar_type() == grad.scalar_type(), op, ": gate and up must have grad's dtype ",
+                grad.scalar_type(), ", got ", t->scalar_type());
+    TILED_CHECK(t->device() == grad.device(), op, ": gate and up must be on grad's device ", grad.device(),
+                ", got ", t->device());
+  }
+  const DType dtype = to_dtype(grad.scalar_type());
+  const int device = grad.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(device);
+  const auto dense = [](const Tensor& t) { return t.is_contiguous() ? t : torch::stable::contiguous(t); };
+  const Tensor g = dense(grad), z = dense(gate), u = dense(up);
+  Tensor d_gate = empty_like_dev(shape, grad), d_up = empty_like_dev(shape, grad);
+  const char* err = cuda::gated_backward(dtype, g.data_ptr(), z.data_ptr(), u.data_ptr(), d_gate.data_ptr(),
+                                         d_up.data_ptr(), grad.numel(), a, current_stream(device));
+  TILED_CHECK(err == nullptr, op, ": ", err);
+  cuda_check(cudaGetLastError());
+  return {d_gate, d_up};
+}
+
 }  // namespace
 
 STABLE_TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
@@ -247,6 +275,7 @@ STABLE_TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
   m.impl("gemm_ladder", TORCH_BOX(&gemm_ladder_cuda));
   m.impl("gemm_kernel_name", TORCH_BOX(&gemm_kernel_name_cuda));
   m.impl("gemm_tuning", TORCH_BOX(&gemm_tuning_cuda));
+  m.impl("gated_act_backward", TORCH_BOX(&gated_act_backward_cuda));
 }
 
 }  // namespace tiled

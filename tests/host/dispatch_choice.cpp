@@ -51,7 +51,7 @@ void simt_general_f32(const GemmProblem&, cudaStream_t) {}
 void simt_general_f64(const GemmProblem&, cudaStream_t) {}
 void simt_general_f16(const GemmProblem&, cudaStream_t) {}
 void simt_general_bf16(const GemmProblem&, cudaStream_t) {}
-const char* epilogue_pass(const GemmProblem&, cudaStream_t) { return nullptr; }
+const char* epilogue_pass(const GemmProblem&, const void*, int64_t, int64_t, cudaStream_t) { return nullptr; }
 }  // namespace cuda
 }  // namespace tiled
 

@@ -54,6 +54,7 @@
 #include "../../gemm_problem.h"
 #include "../cluster_launch.h"
 #include "../cp_async.cuh"
+#include "../epilogue.cuh"
 #include "../settings.h"
 #include "hopper.h"
 #include "ptx.cuh"
@@ -97,6 +98,11 @@ struct KernelArgs {
   // Bit 0 / 1: A / B is read once (settings.h's l2_stream_bits) and loaded
   // under L2's evict_first policy.
   int l2_stream;
+  // The fused epilogue (epilogue.cuh), in the caller's coordinates; epi_on:
+  // applied to each C box in shared memory before TMA stores it (the host
+  // turns it on only where every box goes that way, hopper_fuses_epilogue).
+  Epilogue epi;
+  int epi_on;
   int sk_tiles;
   float* sk_partials;  // [gridDim.x][2 consumer warpgroups][64 * kBN]
   int* sk_flags;       // [gridDim.x][2], all 0 at launch
@@ -269,6 +275,39 @@ __device__ __forceinline__ void store_pair_checked(T* out, float x, float y, boo
 __device__ __forceinline__ uint32_t sw128_offset(uint32_t row, uint32_t byte) {
   return row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15);
 }
+
+// The fused epilogue over a C box in shared memory (`rows` rows of 128
+// bytes, 128B-swizzled, as TMA stores it) holding acc + bias rounded to T,
+// whose element (r, x) is the caller's C[b][row0 + r][col0 + x]: the
+// warpgroup's 128 threads take its 16-byte chunks in turn, store pre where
+// asked and write act(pre) * mul + residual back in place.  Chunks at or
+// past the caller's row_end / col_end are left (TMA clips them); col_end is
+// a multiple of the chunk's columns (epilogue_vectors_ok).  A rolled loop:
+// unrolled over a thread's 4 chunks (their loads in flight together) it
+// compiled 3x slower and spilled in most kernels (docs/fused.md).
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <class T>
+__device__ __forceinline__ void epilogue_box(const Epilogue& e, uint32_t buf, int rows, int64_t b, int64_t row0,
+                                             int64_t col0, int64_t row_end, int64_t col_end, int thread) {
+  constexpr int V = 16 / static_cast<int>(sizeof(T));
+  using P = Pack<T, V>;
+  static_assert(sizeof(P) == sizeof(uint4), "a 16-byte chunk");
+#pragma unroll 1
+  for (int q = thread; q < rows * 8; q += 128) {
+    const int r = q >> 3, chunk = q & 7;
+    const int64_t row = row0 + r, col = col0 + chunk * V;
+    if (row >= row_end || col >= col_end) continue;
+    const uint32_t addr = buf + sw128_offset(static_cast<uint32_t>(r), static_cast<uint32_t>(chunk * 16));
+    const uint4 w = ld_shared_v4_b32(addr);
+    P in;
+    memcpy(&in, &w, sizeof(w));
+    const P out = epilogue_pack<T, V>(e, in, b, row, col);
+    uint4 o;
+    memcpy(&o, &out, sizeof(o));
+    st_shared_v4_b32(addr, o);
+  }
+}
+#endif
 
 // bias[col] and bias[col + 1] where they exist (0 at or past n, or without a bias).
 template <class T>
@@ -653,6 +692,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     }
                   }
                 }
+                if (args.epi_on) {
+                  // The caller's rows tc.tn * kBN + 64 jc + r (its M: this problem's N), columns slab0 + x.
+                  named_barrier_sync(bar, 128);
+                  constexpr int kRowsLeft = kBN % 64 == 0 ? 64 : kBN % 64;
+                  const int rows = 64 * (jc + 1) <= kBN ? 64 : kRowsLeft;
+                  const int64_t crow = static_cast<int64_t>(tc.tn) * kBN + 64 * jc;
+#pragma unroll
+                  for (int t = 0; t < kTBoxes; ++t)
+                    epilogue_box<T>(args.epi, epi_smem + (2 * cw + (kTBoxes == 2 ? t : parity)) * kCBoxBytes, rows,
+                                    tc.b, crow, slab0 + 32 * t, args.N, args.M, wg_thread);
+                }
                 fence_proxy_async_smem();
                 named_barrier_sync(bar, 128);
                 if (wg_thread == 0) {
@@ -740,6 +790,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     st_shared_b32(addr, w[0]);
                   }
                 }
+              }
+              if (args.epi_on) {
+                named_barrier_sync(bar, 128);
+                epilogue_box<T>(args.epi, buf, 64, tc.b, row0, tc.tn * kBN + bx * kBoxCols, args.M, args.N, wg_thread);
               }
               fence_proxy_async_smem();
               named_barrier_sync(bar, 128);
@@ -1168,6 +1222,12 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     args.c_tma = encode_operand_map(&map_c, sc) == nullptr ? 1 : 0;  // else the register stores
   }
   args.c_via_smem = !c_groups_aligned(4) && !c.c_trans;
+  // The epilogue, fused into the TMA stores of C (hopper_fuses_epilogue
+  // checked that every box is stored that way).
+  args.epi = p.epi;
+  args.epi_on = p.epi.any() ? 1 : 0;
+  if (args.epi_on && (!args.c_tma || Cfg::kSplitK))
+    return "sm90: a fused epilogue needs C stored by TMA (dispatch runs it as a pass otherwise)";
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.c = p.c;
   args.c_batch_stride = p.c_batch_stride;

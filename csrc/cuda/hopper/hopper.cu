@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../dispatch.h"
+#include "../epilogue.cuh"
 #include "../settings.h"
 #include "hopper.h"
 
@@ -690,11 +691,33 @@ bool plan_forced(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* 
                          [&](const std::string& name) { return plan_named(caller, dev, name, launched, choice); });
 }
 
+bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice);
+
 // Whether the Hopper kernel takes `caller`; if so, the problem it launches
 // (the caller's, or tf32 swapped as above) and its Choice, where asked for.
+// A 16-bit problem with an epilogue to fuse whose rules' choice is a
+// cooperative whole tile as called runs on the ping-pong tiles of the same
+// clustering instead: there one warpgroup's epilogue overlaps the other's
+// mainloop, in a cooperative kernel it does not (H100: the in-kernel
+// epilogue of a 4096 x 11008 x 4096 SiLU GEMM +46 us on 128x128ppc2, +119
+// us on 128x256c2; docs/fused.md).
 bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched = nullptr,
           Choice* choice = nullptr) {
   if (plan_forced(caller, dev, launched, choice)) return true;
+  if (!caller.epi.any() || caller.dtype == DType::f32) return plan_rules(caller, dev, launched, choice);
+  GemmProblem q;
+  Choice c;
+  if (!plan_rules(caller, dev, &q, &c)) return false;
+  if (!c.c_trans && c.slab == 0 && !c.pingpong && c.split_k <= 1 && c.sk_tiles == 0 &&
+      plan_named(caller, dev, c.cluster == 2 ? "128x128ppc2" : "128x128pp", launched, choice))
+    return true;
+  if (launched) *launched = q;
+  if (choice) *choice = c;
+  return true;
+}
+
+// The rules' choice (plan without a forced configuration).
+bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice) {
   const bool nn = tf32_swapped(caller), tf32_nt = tf32_nt_swap_wanted(caller);
   Planned pp{caller, dev}, qq{swap_operands(caller), dev};
   const bool fills = !nn && !tf32_nt && swap_fills_waves(pp, qq);
@@ -782,6 +805,19 @@ std::vector<std::string> hopper_config_list(const GemmProblem& p) {
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev) {
   Choice c;
   return plan(p, dev, nullptr, &c) && c.slab > 0;
+}
+
+bool hopper_fuses_epilogue(const GemmProblem& p, const DeviceInfo& dev) {
+  GemmProblem q;
+  Choice c;
+  if (!p.epi.any() || !plan(p, dev, &q, &c)) return false;
+  // Ping-pong kernels only: a cooperative kernel's consumers run the
+  // epilogue while no wgmma is in flight, which cost more than the
+  // separate pass (H100, docs/fused.md).  Their C boxes all go through
+  // shared memory to TMA (launch_sm90's c_tma) where C allows it.
+  const int es = p.dtype == DType::f32 ? 4 : 2;
+  return c.pingpong && c.slab == 0 && !c.c_trans && c_tma_ok(q, es) &&
+         epilogue_vectors_ok(p, p.c, p.c_batch_stride, p.c_row_stride, 16 / es);
 }
 
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev) {

@@ -34,6 +34,11 @@ std::vector<std::string> hopper_config_list(const GemmProblem& p);
 // Whether hopper_gemm would run `p` on one-slab tiles (64-row tiles for a
 // small M or N; dispatch prefers them to the skinny kernel where they apply).
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev);
+// Whether hopper_gemm applies p's epilogue (p.epi) itself, in the kernel's
+// TMA stores of C (the configuration it picks stores every box that way and
+// the epilogue's tensors take 16-byte vectors); else dispatch runs the plain
+// GEMM and the elementwise pass (epilogue.cuh).
+bool hopper_fuses_epilogue(const GemmProblem& p, const DeviceInfo& dev);
 // Scratch hopper_gemm needs for `p` (stream-K partial tiles), 0 when none.
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 
