@@ -190,6 +190,21 @@ def test_opcheck(device):
             torch.library.opcheck(torch.ops.tiled.gated_linear, (x, w, w2, act, None, b))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_double_backward(device):
+    """The fused ops' backward is made of differentiable ops where a graph is
+    recorded (create_graph): gradgradcheck in float64, biases included."""
+    torch.manual_seed(7)
+    dt = torch.float64
+    x = torch.randn(5, 4, device=device, dtype=dt, requires_grad=True)
+    w = torch.randn(3, 4, device=device, dtype=dt, requires_grad=True)
+    w2 = torch.randn(3, 4, device=device, dtype=dt, requires_grad=True)
+    b = torch.randn(3, device=device, dtype=dt, requires_grad=True)
+    for act in ("gelu_tanh", "silu"):
+        torch.autograd.gradgradcheck(lambda *t: ttg.linear_act(*t, act), (x, w, b))
+        torch.autograd.gradgradcheck(lambda *t: ttg.gated_linear(t[0], t[1], t[2], act, t[3], t[3]), (x, w, w2, b))
+
+
 def test_gated_act_backward_cpu_refuses():
     t = torch.randn(4, 8)
     with pytest.raises(RuntimeError, match="runs on CUDA tensors only"):

@@ -316,8 +316,30 @@ def _activation(z, act):
     return z
 
 
+def _column_sums(m):
+    """m.sum(0) of a [tokens, features] gradient, as a GEMM with a row of
+    ones: fp32 accumulation like torch's sum, which on a CUDA bfloat16
+    [12608, 3072] took a temporary of 132 MB (H100, torch 2.11: the fused
+    ViT-B MLP's peak memory in the backward, docs/fused.md)."""
+    return _gemm(m.new_ones(1, m.shape[0]), m)[0]
+
+
+def _grads_by_recompute(fn, inputs, needs, grad):
+    """The fused ops' backward where a graph is recorded (create_graph: a
+    double backward to come): fn, the op's unfused composite of
+    differentiable ops, run again on the saved inputs, and differentiated
+    with a graph.  (The one-node backward keeps the pre-activation only as
+    a saved output, not connected to x and the weights, and torch's
+    silu_backward has no derivative.)"""
+    want = [t for t, n in zip(inputs, needs) if n and t is not None]
+    with torch.enable_grad():
+        out = fn(*inputs)
+    got = iter(torch.autograd.grad(out, want, grad, create_graph=True, allow_unused=True))
+    return [next(got) if n and t is not None else None for t, n in zip(inputs, needs)]
+
+
 def _activation_backward(g, z, act):
-    """d act(z) / dz * g, with torch's own backward ops (differentiable)."""
+    """d act(z) / dz * g, with torch's own backward ops."""
     aten = torch.ops.aten
     if act == "relu":
         return aten.threshold_backward(g, z, 0)
@@ -510,7 +532,7 @@ class _LinearActFn(torch.autograd.Function):
         need_pre = act != "none"
         with _below_autograd():
             out, pre = _gemm_epilogue(_as_matrix(x), weight.t(), bias, act, None, _opt_matrix(residual), need_pre)
-        ctx.save_for_backward(x, weight, pre if need_pre else None)
+        ctx.save_for_backward(x, weight, bias, pre if need_pre else None)
         ctx.has_bias = bias is not None
         ctx.has_residual = residual is not None
         ctx.act = act
@@ -518,10 +540,16 @@ class _LinearActFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight, pre = ctx.saved_tensors
+        x, weight, bias, pre = ctx.saved_tensors
         grad_x = grad_w = grad_b = grad_r = None
         if ctx.has_residual and ctx.needs_input_grad[4]:
             grad_r = grad
+        if torch.is_grad_enabled():
+            act = ctx.act
+            grad_x, grad_w, grad_b = _grads_by_recompute(
+                lambda x, w, b: _activation(_linear(x, w, b), act), (x, weight, bias), ctx.needs_input_grad[:3], grad
+            )
+            return grad_x, grad_w, grad_b, None, grad_r
         g = _as_matrix(grad)
         dz = g if pre is None else _activation_backward(g, pre, ctx.act)
         if ctx.needs_input_grad[0]:
@@ -529,7 +557,7 @@ class _LinearActFn(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             grad_w = _gemm(dz.t(), _as_matrix(x))
         if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_b = dz.sum(0)
+            grad_b = _column_sums(dz)
         return grad_x, grad_w, grad_b, None, grad_r
 
 
@@ -551,7 +579,7 @@ class _GatedLinearFn(torch.autograd.Function):
         with _below_autograd():
             h, zg = _gemm_epilogue(x2, w_gate.t(), b_gate, act, None, None, True)
             out, up = _gemm_epilogue(x2, w_up.t(), b_up, "none", h, None, True)
-        ctx.save_for_backward(x, w_gate, w_up, zg, up)
+        ctx.save_for_backward(x, w_gate, w_up, b_gate, b_up, zg, up)
         ctx.has_b_gate = b_gate is not None
         ctx.has_b_up = b_up is not None
         ctx.act = act
@@ -559,31 +587,42 @@ class _GatedLinearFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, w_gate, w_up, zg, up = ctx.saved_tensors
+        x, w_gate, w_up, b_gate, b_up, zg, up = ctx.saved_tensors
         act = ctx.act
         grad_x = grad_wg = grad_wu = grad_bg = grad_bu = None
+        if torch.is_grad_enabled():
+            n = ctx.needs_input_grad
+            grad_x, grad_wg, grad_wu, grad_bg, grad_bu = _grads_by_recompute(
+                lambda x, wg, wu, bg, bu: _activation(_linear(x, wg, bg), act) * _linear(x, wu, bu),
+                (x, w_gate, w_up, b_gate, b_up), (n[0], n[1], n[2], n[4], n[5]), grad
+            )
+            return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
         g = _as_matrix(grad)  # [tokens, hidden]
-        if g.is_cuda and not torch.is_grad_enabled():
-            # One elementwise pass (torch's ops take four); not for a double
-            # backward, which needs the differentiable ops below.
+        if g.is_cuda:
+            # One elementwise pass (torch's ops take four).
             d_gate, d_up = _gated_act_backward(g, zg, up, act)
         else:
             d_up = g * _activation(zg, act)
             d_gate = _activation_backward(g * up, zg, act)
         x2 = _as_matrix(x)
-        if ctx.needs_input_grad[0]:
-            # dx = d_gate W_gate + d_up W_up: the second GEMM adds the first's
-            # result in its epilogue (residual).
-            part = _gemm(d_gate, w_gate)
-            grad_x = _gemm_epilogue(d_up, w_up, None, "none", None, part, False)[0].reshape(x.shape)
+        # Everything of d_gate first, then it goes (one [tokens, hidden]
+        # tensor less alive when the weight gradients are written: the saved
+        # gate and up stay until this node returns).
+        # dx = d_gate W_gate + d_up W_up: the second GEMM adds the first's
+        # result in its epilogue (residual).
+        part = _gemm(d_gate, w_gate) if ctx.needs_input_grad[0] else None
         if ctx.needs_input_grad[1]:
             grad_wg = _gemm(d_gate.t(), x2)
+        if ctx.has_b_gate and ctx.needs_input_grad[4]:
+            grad_bg = _column_sums(d_gate)
+        del d_gate
+        if part is not None:
+            grad_x = _gemm_epilogue(d_up, w_up, None, "none", None, part, False)[0].reshape(x.shape)
+            del part
         if ctx.needs_input_grad[2]:
             grad_wu = _gemm(d_up.t(), x2)
-        if ctx.has_b_gate and ctx.needs_input_grad[4]:
-            grad_bg = d_gate.sum(0)
         if ctx.has_b_up and ctx.needs_input_grad[5]:
-            grad_bu = d_up.sum(0)
+            grad_bu = _column_sums(d_up)
         return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
 
 
