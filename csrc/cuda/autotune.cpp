@@ -130,10 +130,15 @@ std::vector<Settings> candidates(const GemmProblem& p) {
   // The sm90 configurations: one-slab tiles (64xW) for a small side, the
   // 128-row ones where both sides pass 64 (those that cannot run the
   // problem as named are left out where a device is known: the overload
-  // below, dispatch.cu).
+  // below, dispatch.cu).  Few 128x64 tiles (at most 64: half a Hopper
+  // GPU's SMs): the one-slab tiles as called too, whose 64-row tiles give
+  // twice the CTAs or more (H100, docs/dispatch.md: 0.83 -> 0.92-1.03 at
+  // K = 1024, mixed at K = 4096; for the tuner to settle per class).
+  const bool few = ceil_div(p.M, 128) * ceil_div(p.N, 64) * p.batch <= 64;
   for (const std::string& n : hopper_config_list(p)) {
     const bool slab = n.find("_64x") != std::string::npos;
-    if (slab ? small <= 128 : small > 64) out.push_back(Settings{n});
+    const bool as_called = n.find("sw_") == std::string::npos;
+    if (slab ? small <= 128 || (few && as_called) : small > 64) out.push_back(Settings{n});
   }
   return out;
 }
