@@ -248,19 +248,24 @@ GemmProblem unfused_gemm(const GemmProblem& p) {
   return q;
 }
 
-// The problem the sm90 family launches for p: p itself where its kernel
-// fuses the epilogue, else the plain GEMM before the pass.
-GemmProblem hopper_problem(const GemmProblem& p, const DeviceInfo& dev) {
-  return !p.epi.any() || hopper_fuses_epilogue(p, dev) ? p : unfused_gemm(p);
+// The problem family f launches for p: p itself where the family applies
+// the epilogue in its kernel (or there is none), else the plain GEMM before
+// the pass (epilogue_pass).
+GemmProblem launched_problem(Family f, const GemmProblem& p, const DeviceInfo& dev) {
+  const bool fused = f == Family::skinny || f == Family::simt_general ||
+                     (f == Family::hopper && hopper_fuses_epilogue(p, dev));
+  return !p.epi.any() || fused ? p : unfused_gemm(p);
 }
 
 // The choice under whatever configuration is forced (settings.h), else the rules'.
 size_t workspace_untuned(const GemmProblem& p, const DeviceInfo& dev) {
-  switch (choose(p, dev)) {
-    case Family::skinny: return skinny_workspace_bytes(p, dev);
-    case Family::hopper: return hopper_workspace_bytes(hopper_problem(p, dev), dev);
-    case Family::sm80: return sm80_workspace_bytes(unfused_gemm(p), dev);
-    case Family::simt_fast: return simt_fast_workspace_bytes(unfused_gemm(p), dev);
+  const Family f = choose(p, dev);
+  const GemmProblem q = launched_problem(f, p, dev);
+  switch (f) {
+    case Family::skinny: return skinny_workspace_bytes(q, dev);
+    case Family::hopper: return hopper_workspace_bytes(q, dev);
+    case Family::sm80: return sm80_workspace_bytes(q, dev);
+    case Family::simt_fast: return simt_fast_workspace_bytes(q, dev);
     default: return 0;
   }
 }
@@ -272,9 +277,9 @@ const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream
     case Family::hopper:
     case Family::sm80:
     case Family::simt_fast: {
-      // The sm90 kernels apply the epilogue to each C box in shared memory
-      // before TMA stores it (hopper_fuses_epilogue).  Otherwise (other
-      // sm90 store paths, sm80, simt_fast) the GEMM stores acc + bias (into
+      // The sm90 ping-pong kernels apply the epilogue to each C box in
+      // shared memory before TMA stores it (hopper_fuses_epilogue).
+      // Otherwise (other sm90 kernels, sm80, simt_fast) the GEMM stores acc + bias (into
       // pre where it is kept, unfused_gemm), then a second, elementwise pass
       // applies the rest.  Both act on acc + bias rounded to C's type, as
       // an unfused torch Linear + activation does; simt_fast's C is fp32, the
@@ -284,9 +289,9 @@ const char* gemm_untuned(const GemmProblem& p, const DeviceInfo& dev, cudaStream
                : f == Family::sm80 ? sm80_gemm(q, dev, stream, workspace)
                                    : simt_fast_gemm(q, dev, stream, workspace);
       };
-      if (!p.epi.any() || (f == Family::hopper && hopper_fuses_epilogue(p, dev))) return run(p);
-      const GemmProblem q = unfused_gemm(p);
+      const GemmProblem q = launched_problem(f, p, dev);
       if (const char* err = run(q)) return err;
+      if (!p.epi.any() || q.epi.any()) return nullptr;  // no epilogue, or applied in the kernel
       GemmProblem rest = p;
       rest.epi.pre = nullptr;  // already holds what the pass reads, when kept
       return epilogue_pass(rest, q.c, q.c_batch_stride, q.c_row_stride, stream);

@@ -11,6 +11,10 @@ namespace {
 
 constexpr int kPassThreads = 256;
 
+// Blocks for `units` units of work, one per block up to 65536 (the kernels
+// loop over the rest).
+unsigned grid_for(int64_t units) { return static_cast<unsigned>(units < 65536 ? units : 65536); }
+
 // out[b, r, c..] = epilogue(src[b, r, c..]), V columns per thread (16-byte
 // vectors where V > 1).  Units of work are (row, chunk of kPassThreads * V
 // columns): one 64-bit division per unit, none per element.
@@ -36,8 +40,7 @@ void launch_pass(const GemmProblem& p, const void* src, int64_t src_bs, int64_t 
   constexpr int V = 16 / sizeof(T);
   const bool vec = epilogue_vectors_ok(p, src, src_bs, src_rs, V);
   const int64_t chunk = static_cast<int64_t>(kPassThreads) * (vec ? V : 1);
-  const int64_t units = p.M * p.batch * ((p.N + chunk - 1) / chunk);
-  const unsigned blocks = static_cast<unsigned>(units < 65536 ? units : 65536);
+  const unsigned blocks = grid_for(p.M * p.batch * ((p.N + chunk - 1) / chunk));
   const T* s = static_cast<const T*>(src);
   if (vec)
     epilogue_pass_kernel<T, V><<<blocks, kPassThreads, 0, stream>>>(p, s, src_bs, src_rs);
@@ -84,8 +87,7 @@ void launch_gated_backward(const void* g, const void* z, const void* up, void* d
   for (const void* ptr : {g, z, up, static_cast<const void*>(d_gate), static_cast<const void*>(d_up)})
     vec = vec && pointer_alignment(ptr) >= 16;
   const int64_t per_block = static_cast<int64_t>(kPassThreads) * (vec ? V : 1);
-  const int64_t blocks64 = (n + per_block - 1) / per_block;
-  const unsigned blocks = static_cast<unsigned>(blocks64 < 65536 ? blocks64 : 65536);
+  const unsigned blocks = grid_for((n + per_block - 1) / per_block);
   const auto* gt = static_cast<const T*>(g);
   const auto* zt = static_cast<const T*>(z);
   const auto* ut = static_cast<const T*>(up);

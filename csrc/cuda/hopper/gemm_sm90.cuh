@@ -98,7 +98,7 @@ struct KernelArgs {
   // Bit 0 / 1: A / B is read once (settings.h's l2_stream_bits) and loaded
   // under L2's evict_first policy.
   int l2_stream;
-  // The fused epilogue (epilogue.cuh), in the caller's coordinates; epi_on:
+  // The fused epilogue (epilogue.cuh); epi_on (ping-pong kernels only):
   // applied to each C box in shared memory before TMA stores it (the host
   // turns it on only where every box goes that way, hopper_fuses_epilogue).
   Epilogue epi;
@@ -278,7 +278,7 @@ __device__ __forceinline__ uint32_t sw128_offset(uint32_t row, uint32_t byte) {
 
 // The fused epilogue over a C box in shared memory (`rows` rows of 128
 // bytes, 128B-swizzled, as TMA stores it) holding acc + bias rounded to T,
-// whose element (r, x) is the caller's C[b][row0 + r][col0 + x]: the
+// whose element (r, x) is C[b][row0 + r][col0 + x]: the
 // warpgroup's 128 threads take its 16-byte chunks in turn, store pre where
 // asked and write act(pre) * mul + residual back in place.  Chunks at or
 // past the caller's row_end / col_end are left (TMA clips them); col_end is
@@ -692,17 +692,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     }
                   }
                 }
-                if (args.epi_on) {
-                  // The caller's rows tc.tn * kBN + 64 jc + r (its M: this problem's N), columns slab0 + x.
-                  named_barrier_sync(bar, 128);
-                  constexpr int kRowsLeft = kBN % 64 == 0 ? 64 : kBN % 64;
-                  const int rows = 64 * (jc + 1) <= kBN ? 64 : kRowsLeft;
-                  const int64_t crow = static_cast<int64_t>(tc.tn) * kBN + 64 * jc;
-#pragma unroll
-                  for (int t = 0; t < kTBoxes; ++t)
-                    epilogue_box<T>(args.epi, epi_smem + (2 * cw + (kTBoxes == 2 ? t : parity)) * kCBoxBytes, rows,
-                                    tc.b, crow, slab0 + 32 * t, args.N, args.M, wg_thread);
-                }
                 fence_proxy_async_smem();
                 named_barrier_sync(bar, 128);
                 if (wg_thread == 0) {
@@ -791,9 +780,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                   }
                 }
               }
-              if (args.epi_on) {
-                named_barrier_sync(bar, 128);
-                epilogue_box<T>(args.epi, buf, 64, tc.b, row0, tc.tn * kBN + bx * kBoxCols, args.M, args.N, wg_thread);
+              if constexpr (Cfg::kPingPong) {
+                if (args.epi_on) {
+                  named_barrier_sync(bar, 128);
+                  epilogue_box<T>(args.epi, buf, 64, tc.b, row0, tc.tn * kBN + bx * kBoxCols, args.M, args.N,
+                                  wg_thread);
+                }
               }
               fence_proxy_async_smem();
               named_barrier_sync(bar, 128);
@@ -1222,12 +1214,12 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
     args.c_tma = encode_operand_map(&map_c, sc) == nullptr ? 1 : 0;  // else the register stores
   }
   args.c_via_smem = !c_groups_aligned(4) && !c.c_trans;
-  // The epilogue, fused into the TMA stores of C (hopper_fuses_epilogue
-  // checked that every box is stored that way).
+  // The epilogue, fused into a ping-pong kernel's TMA stores of C
+  // (hopper_fuses_epilogue checked that every box is stored that way).
   args.epi = p.epi;
   args.epi_on = p.epi.any() ? 1 : 0;
-  if (args.epi_on && (!args.c_tma || Cfg::kSplitK))
-    return "sm90: a fused epilogue needs C stored by TMA (dispatch runs it as a pass otherwise)";
+  if (args.epi_on && (!args.c_tma || !Cfg::kPingPong))
+    return "sm90: the epilogue is fused into ping-pong kernels' TMA stores only (dispatch runs it as a pass otherwise)";
   args.group_m = c.group_m >= 1 ? c.group_m : 8;
   args.c = p.c;
   args.c_batch_stride = p.c_batch_stride;
