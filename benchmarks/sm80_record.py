@@ -70,6 +70,7 @@ def main():
                     "the measured mma.sync peak of its dtype (benchmarks/research/micro/mma_sync_peak.cu)")
     info["protocol"] = corpus_bench.protocol("cuda", args.rounds)
     info["mma_sync_peak_tflops"] = peaks
+    info["mma_sync_low_toggle_burst_tflops"] = peak.get("low_toggle_burst_tflops")
     named = corpus_bench.parse_shapes(NAMED)
     big = corpus_bench._order(corpus("all", MIN_GFLOP, None, None))
     cases, summary = [], {}

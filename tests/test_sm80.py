@@ -11,7 +11,7 @@ of the tile, K below one chunk, the last k-block partly past K), K split
 over a small grid, batches with and without broadcast operands, bias, a
 NaN-poisoned output, every element within torch_tiled_gemm/testing.py's
 bound of a float64 reference, integer data compared exactly, bit-identical
-repeats, and the alignment the family declines.  Skips without a
+repeats, NaN / Inf operands, and the alignment the family declines.  Skips without a
 compute-capability >= 8.0 GPU.
 """
 import os
@@ -21,8 +21,8 @@ import sys
 import pytest
 import torch
 
-from conftest import (TF32_TOL, assert_close_rel, make_operands, padded_operands as operands, rand, reference,
-                      run_poisoned)
+from conftest import (TF32_TOL, assert_close_rel, assert_nan_inf_match, make_operands, padded_operands as operands,
+                      rand, reference, run_poisoned)
 
 HAS_SM80 = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
 pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability >= 8.0 GPU")
@@ -120,6 +120,12 @@ def run_cases(tag):
         check(tag, a, b1.expand(3, -1, -1), rand((130,), dtype, "cuda", gen))
         a, b = operands(200, 264, 96, dtype, layout, gen, batch=5, ints=True)
         check(tag, a, b, torch.randint(-3, 4, (264,), generator=gen, device="cuda").to(dtype), exact=True)
+        # NaN and Inf operands: NaN and the same infinities where the float64
+        # reference has them (tf32: the rounding keeps an infinity one).
+        a, b = operands(130, 136, 72, dtype, layout, gen)
+        a[3, 4], a[7, 2], b[5, 9] = float("nan"), float("inf"), float("-inf")
+        assert name(a, b).startswith(f"sm80_{tag}_"), name(a, b)
+        assert_nan_inf_match(torch.ops.tiled.gemm(a, b), a, b)
         # Every configuration forced by name (the rules weigh them by their
         # measured efficiency: on an H100 the 128 x 128 one, two CTAs per SM,
         # takes every grid), over edge and full tiles, bias, exact data.

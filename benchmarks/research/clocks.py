@@ -29,9 +29,10 @@ import time
 import torch
 
 from torch_tiled_gemm.bench import DTYPES as DT, _slug, env_info, operands
+from torch_tiled_gemm.tune import config_env
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # benchmarks/explore.py
-from explore import parse_variant, switches  # noqa: E402
+from explore import parse_variant  # noqa: E402
 
 FIELDS = "timestamp,clocks.sm,power.draw,temperature.gpu"
 
@@ -102,7 +103,7 @@ def main():
             for mode in ("flushed", "back-to-back"):
                 for r in range(3):
                     for who in (who_all if r % 2 == 0 else who_all[::-1]):
-                        with switches(variants.get(who, {})):
+                        with config_env(variants.get(who, "-")):
                             fn = (lambda: torch.matmul(x, w)) if who == "cublas" else ours
                             t0, t1, ms = run_segment(fn, a.secs, mode == "flushed")
                             kernel = "torch.matmul" if who == "cublas" else torch.ops.tiled.gemm_kernel_name(x, w)

@@ -112,12 +112,15 @@ __device__ __forceinline__ uint32_t ld_shared_b32(uint32_t addr) {
   return v;
 }
 
-// fp32 bits -> tf32 bits, rounded to nearest (ties away from zero).
-__device__ __forceinline__ uint32_t to_tf32(uint32_t x) {
-  uint32_t y;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(y) : "f"(__uint_as_float(x)));
-  return y;
-}
+// fp32 bits -> tf32 bits, rounded to nearest (ties away from zero): half an
+// ulp of tf32 added to the magnitude's bits; the mma reads the 19 high bits
+// and ignores the 13 low ones.  One integer add, where cvt.rna.tf32.f32 is
+// a compare and a predicated add (and its predicates pushed the tf32
+// kernels with a K-major operand past 255 registers into spills).  An
+// infinity stays one (its low bits do not count); so does a NaN unless its
+// payload lies wholly in the 13 low bits (then the mma reads an infinity,
+// as it does for unrounded fp32 operands).
+__device__ __forceinline__ uint32_t to_tf32(uint32_t x) { return x + 0x1000u; }
 
 // D += A B on one mma tile, fp32 accumulators.
 template <class T>
