@@ -42,6 +42,11 @@ std::tuple<Tensor, Tensor> gated_act_backward_cpu(Tensor grad, Tensor gate, Tens
   return {grad, grad};
 }
 
+void gated_act_backward_inplace_cpu(Tensor grad, Tensor gate, Tensor up, std::string act) {
+  TILED_CHECK(false, "tiled.gated_act_backward_: runs on CUDA tensors only (the CPU backward uses torch's ops), got ",
+              grad.device());
+}
+
 }  // namespace
 
 STABLE_TORCH_LIBRARY(tiled, m) {
@@ -57,6 +62,8 @@ STABLE_TORCH_LIBRARY(tiled, m) {
       "Tensor? b_up=None) -> Tensor");
   // The gated MLP's elementwise backward in one pass (CUDA): (d_gate, d_up).
   m.def("gated_act_backward(Tensor grad, Tensor gate, Tensor up, str act) -> (Tensor, Tensor)");
+  // The same, (d_gate, d_up) written over (gate, up).
+  m.def("gated_act_backward_(Tensor grad, Tensor(a!) gate, Tensor(b!) up, str act) -> ()");
   m.def("gemm_kernel_name(Tensor a, Tensor b) -> str");
   // The dispatch class of a @ b, then the settings the tuner times for it
   // (torch_tiled_gemm/tune.py); the CPU has one kernel: ["cpu", "-"].
@@ -73,6 +80,7 @@ STABLE_TORCH_LIBRARY_IMPL(tiled, CPU, m) {
   m.impl("gemm_kernel_name", TORCH_BOX(&gemm_kernel_name_cpu));
   m.impl("gemm_tuning", TORCH_BOX(&gemm_tuning_cpu));
   m.impl("gated_act_backward", TORCH_BOX(&gated_act_backward_cpu));
+  m.impl("gated_act_backward_", TORCH_BOX(&gated_act_backward_inplace_cpu));
 }
 
 }  // namespace tiled

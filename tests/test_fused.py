@@ -209,6 +209,36 @@ def test_gated_act_backward_cpu_refuses():
     t = torch.randn(4, 8)
     with pytest.raises(RuntimeError, match="runs on CUDA tensors only"):
         torch.ops.tiled.gated_act_backward(t, t, t, "silu")
+    with pytest.raises(RuntimeError, match="runs on CUDA tensors only"):
+        torch.ops.tiled.gated_act_backward_(t, t.clone(), t.clone(), "silu")
+
+
+@needs_cuda
+def test_gated_backward_overwrites_saved_only_once():
+    """The gated backward writes its elementwise results over the saved gate
+    and up unless the graph is kept: a backward with retain_graph (results
+    in new tensors) and the one after it (written over the saved ones) give
+    the same bits, and a third one is refused by autograd, not wrong."""
+    torch.manual_seed(8)
+    x = torch.randn(3, 40, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    wg = (torch.randn(96, 64, device="cuda", dtype=torch.bfloat16) / 8).requires_grad_(True)
+    wu = (torch.randn(96, 64, device="cuda", dtype=torch.bfloat16) / 8).requires_grad_(True)
+    y = ttg.gated_linear(x, wg, wu, "silu")
+    go = torch.randn_like(y)
+    kept = torch.autograd.grad(y, (x, wg, wu), go, retain_graph=True)
+    last = torch.autograd.grad(y, (x, wg, wu), go)
+    for a, b in zip(kept, last):
+        assert torch.equal(a, b)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time|freed"):
+        torch.autograd.grad(y, (x, wg, wu), go)
+    # the in-place op: the same bits as the out-of-place one
+    g, z, u = (torch.randn(33, 72, device="cuda", dtype=torch.float16) for _ in range(3))
+    want = torch.ops.tiled.gated_act_backward(g, z, u, "gelu_tanh")
+    torch.ops.tiled.gated_act_backward_(g, z, u, "gelu_tanh")
+    assert torch.equal(z, want[0]) and torch.equal(u, want[1])
+    with pytest.raises(RuntimeError, match="must be contiguous"):
+        torch.ops.tiled.gated_act_backward_(g, z.t().contiguous().t(), u, "silu")
+    torch.library.opcheck(torch.ops.tiled.gated_act_backward_, (g, z.clone(), u.clone(), "silu"))
 
 
 @needs_cuda

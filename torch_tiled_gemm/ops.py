@@ -224,6 +224,11 @@ def _gated_act_backward_fake(grad, gate, up, act):
     )
 
 
+@torch.library.register_fake("tiled::gated_act_backward_")
+def _gated_act_backward_inplace_fake(grad, gate, up, act):
+    _gated_act_backward_fake(grad, gate, up, act)
+
+
 # ---------------------------------------------------------------------------
 # Autograd.  Each op's Autograd kernel is a plain function: when no input
 # needs a gradient (inference, frozen weights, no_grad) it goes straight to
@@ -243,6 +248,7 @@ _gemm_epilogue = torch.ops.tiled.gemm_epilogue.default
 _linear_act = torch.ops.tiled.linear_act.default
 _gated_linear = torch.ops.tiled.gated_linear.default
 _gated_act_backward = torch.ops.tiled.gated_act_backward.default
+_gated_act_backward_ = torch.ops.tiled.gated_act_backward_.default
 _gemm_handle = _gemm._handle
 _linear_handle = _linear._handle
 _gemm_redispatch = _gemm_handle.redispatch_boxed
@@ -569,6 +575,21 @@ def _linear_act_autograd(keyset, x, weight, bias=None, act="none", residual=None
     return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
 
 
+def _saved_may_be_overwritten():
+    """Whether a backward may write over its saved tensors: the graph is not
+    kept for another backward (retain_graph / create_graph) and no compiler
+    traces the backward (AOTAutograd plans its own buffers)."""
+    if _is_compiling():
+        return False
+    keep = getattr(torch._C._autograd, "_get_current_graph_task_keep_graph", None)
+    if keep is None:
+        return False
+    try:
+        return not keep()
+    except RuntimeError:  # not inside the autograd engine
+        return False
+
+
 class _GatedLinearFn(torch.autograd.Function):
     # Saves the gate's pre-activation and `up` (two [tokens, hidden] tensors;
     # torch's unfused chain saves three: gate, act(gate), up); act(gate) is
@@ -598,16 +619,24 @@ class _GatedLinearFn(torch.autograd.Function):
             )
             return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
         g = _as_matrix(grad)  # [tokens, hidden]
-        if g.is_cuda:
-            # One elementwise pass (torch's ops take four).
+        if g.is_cuda and _saved_may_be_overwritten() and zg.is_contiguous() and up.is_contiguous():
+            # One elementwise pass (torch's ops take four), its results
+            # written over the saved gate and up, which nothing reads again:
+            # two [tokens, hidden] tensors fewer at the block's peak (torch's
+            # graph frees its saved tensors node by node).
+            _gated_act_backward_(g, zg, up, act)
+            d_gate, d_up = zg, up
+            del zg, up
+        elif g.is_cuda:
             d_gate, d_up = _gated_act_backward(g, zg, up, act)
         else:
             d_up = g * _activation(zg, act)
             d_gate = _activation_backward(g * up, zg, act)
         x2 = _as_matrix(x)
-        # Everything of d_gate first, then it goes (one [tokens, hidden]
-        # tensor less alive when the weight gradients are written: the saved
-        # gate and up stay until this node returns).
+        # Everything of d_gate first, then it goes where it is not the saved
+        # gate's buffer (one [tokens, hidden] tensor less alive when the
+        # weight gradients are written: the saved tensors stay until this
+        # node returns).
         # dx = d_gate W_gate + d_up W_up: the second GEMM adds the first's
         # result in its epilogue (residual).
         part = _gemm(d_gate, w_gate) if ctx.needs_input_grad[0] else None

@@ -237,9 +237,11 @@ std::vector<std::string> gemm_tuning_cuda(Tensor a, Tensor b) {
 }
 
 // The gated MLP's elementwise backward (torch_tiled_gemm/ops.py's
-// _GatedLinearFn): d_gate = grad * up * act'(gate), d_up = grad * act(gate).
-std::tuple<Tensor, Tensor> gated_act_backward_cuda(Tensor grad, Tensor gate, Tensor up, std::string act) {
-  const char* op = "tiled.gated_act_backward";
+// _GatedLinearFn): d_gate = grad * up * act'(gate), d_up = grad * act(gate),
+// written to d_gate / d_up, which may be gate / up themselves (each element
+// is read before it is written, by the same thread).
+void gated_backward_into(const Tensor& grad, const Tensor& gate, const Tensor& up, const std::string& act,
+                         const Tensor& d_gate, const Tensor& d_up, const char* op) {
   const Activation a = parse_activation(act, op);
   const IntArrayRef shape = grad.sizes();
   for (const Tensor* t : {&gate, &up}) {
@@ -256,12 +258,26 @@ std::tuple<Tensor, Tensor> gated_act_backward_cuda(Tensor grad, Tensor gate, Ten
   torch::stable::accelerator::DeviceGuard guard(device);
   const auto dense = [](const Tensor& t) { return t.is_contiguous() ? t : torch::stable::contiguous(t); };
   const Tensor g = dense(grad), z = dense(gate), u = dense(up);
-  Tensor d_gate = empty_like_dev(shape, grad), d_up = empty_like_dev(shape, grad);
   const char* err = cuda::gated_backward(dtype, g.data_ptr(), z.data_ptr(), u.data_ptr(), d_gate.data_ptr(),
                                          d_up.data_ptr(), grad.numel(), a, current_stream(device));
   TILED_CHECK(err == nullptr, op, ": ", err);
   cuda_check(cudaGetLastError());
+}
+
+std::tuple<Tensor, Tensor> gated_act_backward_cuda(Tensor grad, Tensor gate, Tensor up, std::string act) {
+  Tensor d_gate = empty_like_dev(grad.sizes(), grad), d_up = empty_like_dev(grad.sizes(), grad);
+  gated_backward_into(grad, gate, up, act, d_gate, d_up, "tiled.gated_act_backward");
   return {d_gate, d_up};
+}
+
+// The same, its results written over gate and up (the backward's saved
+// tensors, when the graph is not kept: two [tokens, hidden] tensors fewer
+// alive at the block's peak).
+void gated_act_backward_inplace_cuda(Tensor grad, Tensor gate, Tensor up, std::string act) {
+  const char* op = "tiled.gated_act_backward_";
+  TILED_CHECK(gate.is_contiguous() && up.is_contiguous(), op,
+              ": gate and up must be contiguous (the results are written into them)");
+  gated_backward_into(grad, gate, up, act, gate, up, op);
 }
 
 }  // namespace
@@ -276,6 +292,7 @@ STABLE_TORCH_LIBRARY_IMPL(tiled, CUDA, m) {
   m.impl("gemm_kernel_name", TORCH_BOX(&gemm_kernel_name_cuda));
   m.impl("gemm_tuning", TORCH_BOX(&gemm_tuning_cuda));
   m.impl("gated_act_backward", TORCH_BOX(&gated_act_backward_cuda));
+  m.impl("gated_act_backward_", TORCH_BOX(&gated_act_backward_inplace_cuda));
 }
 
 }  // namespace tiled
