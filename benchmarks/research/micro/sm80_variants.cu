@@ -136,7 +136,7 @@ int run(std::vector<Variant> vs, int M, int N, int K, double peak, int reps, int
     p.lda = v.a_kmajor ? K : M;
     p.ldb = v.b_kmajor ? K : N;
     p.c_ld = N;
-    p.c_pairs = N % 2 == 0;
+    p.c_align = (N * static_cast<int64_t>(sizeof(E))) % 16 == 0 ? 16 : static_cast<int>(sizeof(E));  // cudaMalloc: 256-byte bases
     return p;
   };
   cudaEvent_t e0, e1;

@@ -136,7 +136,10 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, int forced = 
   q.tiles_m = static_cast<int>(tiles_m);
   q.tiles_n = static_cast<int>(tiles_n);
   const int es = dtype_size(p.dtype);
-  q.c_pairs = pointer_alignment(p.c) >= 2 * es && q.c_ld % 2 == 0 && (p.batch == 1 || q.c_batch % 2 == 0);
+  q.c_align = 16;  // the widest store every row of C allows (the staged epilogue's 16-byte chunks)
+  while (q.c_align > es && (pointer_alignment(p.c) < q.c_align || (q.c_ld * es) % q.c_align != 0 ||
+                            (p.batch > 1 && (q.c_batch * es) % q.c_align != 0)))
+    q.c_align /= 2;
   l.batch = static_cast<int>(p.batch);
   // Split K where the grid fills at most half the SMs' CTA slots and K
   // holds at least kMinSplitBlocks k-blocks per split: as many splits as

@@ -21,8 +21,9 @@
 //   * batches through blockIdx.y (a 0 batch stride broadcasts);
 //   * CTAs in groups of 8 tile rows (tile (m, n) order down a group's
 //     columns) so the A and B tiles of concurrently running CTAs share L2;
-//   * epilogue straight from the accumulators: + bias (fp32), one rounding
-//     to the output dtype, two adjacent columns per store where C allows.
+//   * epilogue: accumulators + bias (fp32), rounded once to the output
+//     dtype, staged in shared memory, stored in 16-byte chunks of C's rows
+//     (as 8- or 4-byte pieces, or elements, where C's alignment asks).
 //
 // Operands must be 16-byte aligned for cp.async: base pointer, leading
 // dimension and batch stride multiples of 16 bytes (sm80.cu declines
@@ -453,11 +454,20 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 1) sm80_gemm_kernel(co
     }
     return;
   }
-  T* C = static_cast<T*>(p.c) + batch * p.c_batch;
+  // The C tile through shared memory (the pipeline's, free now): each
+  // warp writes its accumulators + bias, rounded once to C's dtype, into a
+  // BM x (BN + 8) tile (the 8 elements of padding spread a fragment
+  // store's 8 rows over all banks), then the CTA stores whole rows in
+  // 16-byte chunks, coalesced: fragments stored straight from registers
+  // fill half of each 32-byte sector, which decides problems of one or two
+  // k-blocks (attention's K = 64).
+  constexpr int kCRow = (BN + 8) * static_cast<int>(sizeof(T));  // bytes per staged row
+  static_assert(BM * kCRow <= S * kStageBytes, "the C tile fits the pipeline's shared memory");
+  __syncthreads();  // every warp is done reading the last k-block
   const T* bias = static_cast<const T*>(p.bias);
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    const int col = n0 + wn0 + nt * 8 + 2 * t;
+    const int cl = wn0 + nt * 8 + 2 * t, col = n0 + cl;
     float b0 = 0.f, b1 = 0.f;
     if (bias != nullptr) {
       if (col < p.N) b0 = to_acc<float>(bias[col]);
@@ -467,23 +477,42 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 1) sm80_gemm_kernel(co
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int row = m0 + wm0 + mt * 16 + g + 8 * h;
-        if (row >= p.M) continue;
+        const int rl = wm0 + mt * 16 + g + 8 * h;
         const float v0 = acc[mt][nt][2 * h] + b0, v1 = acc[mt][nt][2 * h + 1] + b1;
-        T* dst = C + static_cast<int64_t>(row) * p.c_ld + col;
-        if (p.c_pairs && col + 1 < p.N) {
-          if constexpr (kTf32) {
-            *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-          } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-            *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
-          } else {
-            *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v0, v1);
-          }
+        unsigned char* dst = smem + rl * kCRow + cl * static_cast<int>(sizeof(T));
+        if constexpr (kTf32) {
+          *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+        } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+          *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
         } else {
-          if (col < p.N) dst[0] = from_acc<T>(v0);
-          if (col + 1 < p.N) dst[1] = from_acc<T>(v1);
+          *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v0, v1);
         }
       }
+  }
+  __syncthreads();
+  constexpr int kPer16 = 16 / static_cast<int>(sizeof(T));  // elements in a 16-byte chunk
+  constexpr int kRowChunks = BN / kPer16;
+  const int rows = min(BM, p.M - m0), cols = min(BN, p.N - n0);
+  T* C = static_cast<T*>(p.c) + batch * p.c_batch + static_cast<int64_t>(m0) * p.c_ld + n0;
+#pragma unroll 4
+  for (int i = tid; i < rows * kRowChunks; i += kThreads) {
+    const int rl = i / kRowChunks, c0 = (i % kRowChunks) * kPer16;
+    if (c0 >= cols) continue;
+    const unsigned char* src = smem + rl * kCRow + c0 * static_cast<int>(sizeof(T));
+    T* dst = C + static_cast<int64_t>(rl) * p.c_ld + c0;
+    if (c0 + kPer16 <= cols && p.c_align >= 4) {  // a whole chunk, in the widest stores C's alignment allows
+      if (p.c_align >= 16) {
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      } else if (p.c_align == 8) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) reinterpret_cast<uint2*>(dst)[j] = reinterpret_cast<const uint2*>(src)[j];
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) reinterpret_cast<uint32_t*>(dst)[j] = reinterpret_cast<const uint32_t*>(src)[j];
+      }
+    } else {
+      for (int e = 0; e < min(kPer16, cols - c0); ++e) dst[e] = reinterpret_cast<const T*>(src)[e];
+    }
   }
 #elif defined(__CUDA_ARCH__)
   __trap();  // sm80_can_run declines GPUs before sm_80

@@ -79,7 +79,7 @@ struct Params {
   int64_t a_batch = 0, b_batch = 0;  // 0: broadcast
   int64_t c_batch = 0, c_ld = 0;
   int tiles_m = 0, tiles_n = 0;
-  bool c_pairs = false;  // two adjacent outputs may be stored as one (aligned C)
+  int c_align = 1;  // bytes (16, 8, 4, 2) that C's base, rows and batches are all aligned to
   // Split K (grid z = splits): each split sums kb_per_split k-blocks into
   // `partial` (fp32, [split][batch][M][N]); a second kernel adds them up
   // with the bias into C.  kb_per_split 0 / partial null: no split.
