@@ -108,6 +108,16 @@ def test_candidates_run_as_named(driver):
         rules, = run(driver, [case])
         got = run(driver, [case[:-1] + (c,) for c in cands[1:]])
         assert got == cands[1:] and rules not in got and len(set(got)) == len(got), case
+        assert not any(c.startswith("sm80_") for c in cands), (case, cands)  # sm90 runs these here
+    # On an sm_80 GPU the sm80 family's configurations are the candidates
+    # (the rules' choice among them first).
+    for case in [(1536, 1536, 1536, 1, "bf16", "nn", "-"), (4096, 4096, 4096, 1, "tf32", "nt", "-"),
+                 (8192, 1024, 768, 3, "f16", "tn", "-")]:
+        cands = run(driver, [case], "--candidates", "--sm80")[0].split()
+        rules, = run(driver, [case], "--sm80")
+        assert rules.startswith("sm80_") and cands[0] == "-", (case, rules, cands)
+        assert len(cands) == 2 and cands[1].startswith("sm80_") and cands[1] != rules, (case, cands)
+        assert run(driver, [case[:-1] + (cands[1],)], "--sm80") == [cands[1]], case
 
 
 def table_entries():

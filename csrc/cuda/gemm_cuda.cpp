@@ -231,8 +231,11 @@ std::vector<std::string> gemm_tuning_cuda(Tensor a, Tensor b) {
   torch::stable::accelerator::DeviceGuard guard(a.get_device_index());
   const NamedProblem n = named_problem(a, b, "tiled.gemm_tuning");
   if (n.done) return {"none"};
-  std::vector<std::string> out{cuda::autotune::class_key(n.p, device_info(a.get_device_index()))};
-  for (const cuda::Settings& s : cuda::autotune::candidates(n.p)) out.push_back(cuda::format_settings(s));
+  const cuda::DeviceInfo& dev = device_info(a.get_device_index());
+  std::vector<std::string> out{cuda::autotune::class_key(n.p, dev)};
+  // Those that run as named on this GPU, one per kernel (the run-time
+  // autotuner's list).
+  for (const cuda::Settings& s : cuda::autotune::candidates(n.p, dev)) out.push_back(cuda::format_settings(s));
   return out;
 }
 
