@@ -36,15 +36,19 @@ std::string gemm_kernel_name_cpu(Tensor a, Tensor b) {
   return std::string("cpu_blocked_") + cpu::isa_name(to_dtype(a.scalar_type()));
 }
 
+// The gated backward's elementwise ops are CUDA only: the CPU backward uses
+// torch's ops (torch_tiled_gemm/ops.py).
+void refuse_cpu(const char* op, const Tensor& t) {
+  TILED_CHECK(false, op, ": runs on CUDA tensors only (the CPU backward uses torch's ops), got ", t.device());
+}
+
 std::tuple<Tensor, Tensor> gated_act_backward_cpu(Tensor grad, Tensor gate, Tensor up, std::string act) {
-  TILED_CHECK(false, "tiled.gated_act_backward: runs on CUDA tensors only (the CPU backward uses torch's ops), got ",
-              grad.device());
+  refuse_cpu("tiled.gated_act_backward", grad);
   return {grad, grad};
 }
 
 void gated_act_backward_inplace_cpu(Tensor grad, Tensor gate, Tensor up, std::string act) {
-  TILED_CHECK(false, "tiled.gated_act_backward_: runs on CUDA tensors only (the CPU backward uses torch's ops), got ",
-              grad.device());
+  refuse_cpu("tiled.gated_act_backward_", grad);
 }
 
 }  // namespace

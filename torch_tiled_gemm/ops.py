@@ -619,16 +619,17 @@ class _GatedLinearFn(torch.autograd.Function):
             )
             return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
         g = _as_matrix(grad)  # [tokens, hidden]
-        if g.is_cuda and _saved_may_be_overwritten() and zg.is_contiguous() and up.is_contiguous():
-            # One elementwise pass (torch's ops take four), its results
-            # written over the saved gate and up, which nothing reads again:
-            # two [tokens, hidden] tensors fewer at the block's peak (torch's
-            # graph frees its saved tensors node by node).
-            _gated_act_backward_(g, zg, up, act)
-            d_gate, d_up = zg, up
+        if g.is_cuda:
+            # One elementwise pass (torch's ops take four); where nothing
+            # reads the saved gate and up again, its results are written
+            # over them: two [tokens, hidden] tensors fewer at the block's
+            # peak (torch's graph frees its saved tensors node by node).
+            if _saved_may_be_overwritten() and zg.is_contiguous() and up.is_contiguous():
+                _gated_act_backward_(g, zg, up, act)
+                d_gate, d_up = zg, up
+            else:
+                d_gate, d_up = _gated_act_backward(g, zg, up, act)
             del zg, up
-        elif g.is_cuda:
-            d_gate, d_up = _gated_act_backward(g, zg, up, act)
         else:
             d_up = g * _activation(zg, act)
             d_gate = _activation_backward(g * up, zg, act)

@@ -141,9 +141,10 @@ std::vector<Settings> candidates(const GemmProblem& p) {
     if (slab ? small <= 128 || (few && as_called) : small > 64) out.push_back(Settings{n});
   }
   // The sm80 (mma.sync) configurations where the skinny kernel does not
-  // take the problem; on a GPU that runs the sm90 family they do not run as
-  // named and the overload below leaves them out (the tile that wins
-  // depends on the grid and K: docs/sm80.md, "Configurations forced").
+  // take the problem (the tile that wins depends on the grid and K:
+  // docs/sm80.md, "Configurations forced"); forced, they run on a GPU with
+  // the sm90 family too, so the device overload (dispatch.cu) leaves them
+  // out there.
   if (small > 64)
     for (const std::string& n : sm80_config_list(p)) out.push_back(Settings{n});
   return out;
