@@ -134,18 +134,56 @@ def table_entries():
 
 
 def test_table_names_existing_configurations(driver):
-    """The shipped tables parse (class key, configuration, what it measured)
-    and every entry names a configuration of its class's dtype and layout."""
-    seen = 0
+    """The shipped tables parse (class key, configuration, what it measured,
+    the rules' choices it was measured against) and every entry names
+    configurations of its class's dtype and layout (the H100's table,
+    measured when configurations were switch settings, has no fourth
+    field)."""
+    seen = guarded = 0
     for fname, n, fields in table_entries():
-        assert len(fields) == 3, (fname, n, fields)
+        assert len(fields) in (3, 4), (fname, n, fields)
         key = dict(kv.split("=", 1) for kv in fields[0].split(";"))
         assert set(key) == {"gpu", "sms", "dtype", "tf32", "layout", "m", "n", "k", "batched"}, (fname, n)
         dtype = {"bfloat16": "bf16", "float16": "f16"}.get(key["dtype"], "tf32" if key["tf32"] == "1" else "f32")
-        assert fields[1] in names_for(driver, dtype, key["layout"]), (fname, n, fields[1])
+        names = names_for(driver, dtype, key["layout"])
+        assert fields[1] in names, (fname, n, fields[1])
         assert fields[2].startswith("gain "), (fname, n)
+        if len(fields) == 4:
+            assert fields[3].startswith("over ") and fields[1] not in fields[3][5:].split(","), (fname, n)
+            assert set(fields[3][5:].split(",")) <= set(names), (fname, n, fields[3])
+            guarded += 1
         seen += 1
-    assert seen > 100
+    assert seen > 250 and guarded > 100, (seen, guarded)
+
+
+def test_table_entry_applies_over_its_rules_choice(driver):
+    """A table entry runs where the problem's class matches and the rules
+    would run one of the kernels named in its fourth field (what it was
+    measured against); elsewhere in the class the rules run.  A line
+    without that field applies to the whole class.  (The driver's device,
+    "host H100", reads tables/host-H100.tsv next to the driver.)"""
+    key = "gpu=host_H100;sms=132;dtype=bfloat16;tf32=0;layout=nt;m=4096;n=4096;k=4096;batched=0"
+    big, odd = (4096, 4096, 4096, 1, "bf16", "nt", "-"), (3000, 3000, 4000, 1, "bf16", "nt", "-")
+    rules_big, rules_odd = run(driver, [big, odd])
+    assert rules_big != rules_odd and "128x128pp_" not in rules_big + rules_odd, (rules_big, rules_odd)
+    folder = os.path.join(os.path.dirname(driver), "tables")
+    os.makedirs(folder, exist_ok=True)
+    table = os.path.join(folder, "host-H100.tsv")
+    try:
+        for over, want in ((f"\tover {rules_big}", ["sm90_bf16_128x128pp_nt", rules_odd]),
+                           (f"\tover x,{rules_odd}", [rules_big, "sm90_bf16_128x128pp_nt"]),
+                           ("", ["sm90_bf16_128x128pp_nt"] * 2)):
+            with open(table, "w") as f:
+                f.write(f"# a test table\n{key}\tsm90_bf16_128x128pp_nt\tgain 1.1{over}\n")
+            assert run(driver, [big, odd]) == want, over
+            # the table steps aside for a name forced by hand, and for TILED_DISABLE_KERNELS=table
+            assert run(driver, [big[:-1] + ("128x256",)]) == ["sm90_bf16_128x256_nt"]
+            env = dict(os.environ, TILED_DISABLE_KERNELS="table")
+            out = subprocess.run([driver], input=" ".join(map(str, big)) + "\n", capture_output=True, text=True,
+                                 check=True, env=env).stdout.split()
+            assert out == [rules_big]
+    finally:
+        os.remove(table)
 
 
 # The run-time switches: these three, and nothing else read from the

@@ -23,8 +23,11 @@ class, the configuration (the kernel name, less a "staged_*+" prefix) with
 the best geometric mean speedup over the rules' choice across the class's
 GEMMs, kept only where that mean reaches MIN_GAIN
 and no GEMM of the class gets slower than MAX_LOSS; classes where the rules
-already win get no line.  Dispatch reads the table at run time
-(csrc/cuda/autotune.h); docs/dispatch.md describes the whole loop.
+already win get no line.  Each line also names the rules' choices (kernel
+names) its class's GEMMs ran, which the entry was measured against:
+dispatch reads the table at run time (csrc/cuda/autotune.h) and applies a
+class's entry only to a problem the rules would run on one of those;
+docs/dispatch.md describes the whole loop.
 Raw files of the older format (candidates keyed by the run-time switch
 settings that the configuration names replaced) are read the same way: the
 table is built from the kernels they timed.
@@ -134,8 +137,8 @@ def measure(entry, dname, rounds):
 
 def build_table(records):
     """{class key: (configuration, gain, worst, count, ratio rules -> chosen vs
-    torch)} for the classes whose best configuration passes MIN_GAIN /
-    MAX_LOSS.  Works from the kernels each record timed, so records of the
+    torch, the rules' configurations it was measured against or None)} for
+    the classes whose best configuration passes MIN_GAIN / MAX_LOSS.  Works from the kernels each record timed, so records of the
     older format (candidates named by switches) count as well."""
     by_key = {}
     for r in records:
@@ -162,7 +165,12 @@ def build_table(records):
             c = best[0]
             before = _geomean([r["ms"]["torch"] / r["ms"][rk] for r, rk in zip(recs, rules)])
             after = _geomean([r["ms"]["torch"] / r["ms"][t[c]] for r, t in zip(recs, timed)])
-            table[key] = (c, best[1], best[2], len(recs), before, after)
+            # (Records of the older format name the rules' choice as kernels were
+            # named then, which dispatch would not recognize: such an entry keeps
+            # applying to its whole class, as the tables it built did.)
+            old = any("=" in s for r in recs for s in r["settings"])
+            over = None if old else ",".join(sorted({config_of(rk) for rk in rules}))
+            table[key] = (c, best[1], best[2], len(recs), before, after, over)
     return table
 
 
@@ -174,9 +182,12 @@ def write_table(path, table, gpu, records):
         f.write(f"# Dispatch table for {gpu}: python -m torch_tiled_gemm.tune, {stamp}, from {n} corpus GEMMs\n")
         f.write("# (the tuning part; docs/dispatch.md).  class key <TAB> configuration <TAB> what it measured:\n")
         f.write(f"# geomean speedup over the rules' choice (>= {MIN_GAIN}), the worst GEMM's (>= {MAX_LOSS}),\n")
-        f.write("# the class's GEMMs, and their geomean torch.matmul time / ours before -> after.\n")
-        for key, (s, g, worst, count, before, after) in table.items():
-            f.write(f"{key}\t{s}\tgain {g:.3f} worst {worst:.3f} n {count} vs-torch {before:.3f}->{after:.3f}\n")
+        f.write("# the class's GEMMs, and their geomean torch.matmul time / ours before -> after;\n")
+        f.write("# <TAB> over: the rules' choices it was measured against (dispatch applies the entry to those only;\n")
+        f.write("# a line without it, from measurements that named kernels as they were named then, to its class).\n")
+        for key, (s, g, worst, count, before, after, over) in table.items():
+            f.write(f"{key}\t{s}\tgain {g:.3f} worst {worst:.3f} n {count} vs-torch {before:.3f}->{after:.3f}"
+                    + (f"\tover {over}\n" if over else "\n"))
 
 
 def load_raw(path, gpu):
@@ -253,8 +264,9 @@ def main(argv=None):
     table = build_table(records)
     write_table(table_path, table, gpu, records)
     print(f"{len(table)} classes in {table_path} (from {len(records)} measured GEMMs in {raw})")
-    for key, (s, g, worst, count, before, after) in table.items():
-        print(f"  {key}: {s}  gain {g:.3f} (worst {worst:.3f}, {count} GEMMs) vs torch {before:.3f} -> {after:.3f}")
+    for key, (s, g, worst, count, before, after, over) in table.items():
+        print(f"  {key}: {s} over {over}  gain {g:.3f} (worst {worst:.3f}, {count} GEMMs) "
+              f"vs torch {before:.3f} -> {after:.3f}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ int64_t pow2_at_least(int64_t v) {
 struct Cache {
   std::mutex mu;
   std::string path;  // the file `entries` was loaded from
-  std::map<std::string, Settings> entries;
+  std::map<std::string, Entry> entries;
 };
 
 Cache& cache() {
@@ -33,10 +33,22 @@ Cache& cache() {
   return *c;
 }
 
-// The lines of the file at `path` that parse, key -> configuration (a later line
+// The comma list `text` as names.
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t comma = std::min(text.find(',', from), text.size());
+    if (comma > from) out.push_back(text.substr(from, comma - from));
+    from = comma + 1;
+  }
+  return out;
+}
+
+// The lines of the file at `path` that parse, key -> entry (a later line
 // for the same key wins); empty when the file cannot be read.
-std::map<std::string, Settings> read_entries(const char* path) {
-  std::map<std::string, Settings> entries;
+std::map<std::string, Entry> read_entries(const char* path) {
+  std::map<std::string, Entry> entries;
   // C stdio, not iostreams: see error_message.h on streams in this library.
   std::FILE* f = std::fopen(path, "r");
   if (!f) return entries;
@@ -59,7 +71,13 @@ std::map<std::string, Settings> read_entries(const char* path) {
     // (A line of the older format, switches such as TILED_SM90_SCHEDULE=...
     // that no longer exist, is skipped: such a class is tuned again.)
     if (config.find('=') != std::string::npos) continue;
-    entries[text.substr(0, t1)] = parse_settings(config);
+    Entry& e = entries[text.substr(0, t1)];
+    e.settings = parse_settings(config);
+    // A table line's fourth field, "over NAME[,NAME...]": the rules' choices
+    // it was measured against.
+    const size_t t3 = text.find('\t', t2 + 1);
+    e.over.clear();
+    if (t3 != std::string::npos && text.compare(t3 + 1, 5, "over ") == 0) e.over = split_names(text.substr(t3 + 6));
   }
   std::fclose(f);
   return entries;
@@ -84,7 +102,7 @@ std::string library_dir() {
 // The shipped tables, per GPU name, each read once.
 struct Tables {
   std::mutex mu;
-  std::map<std::string, std::map<std::string, Settings>> by_gpu;
+  std::map<std::string, std::map<std::string, Entry>> by_gpu;
 };
 Tables& tables() {
   static Tables* t = new Tables;  // never destroyed: used until exit
@@ -156,7 +174,7 @@ bool lookup(const char* path, const std::string& key, Settings* out) {
   load_locked(c, path);
   const auto it = c.entries.find(key);
   if (it == c.entries.end()) return false;
-  *out = it->second;
+  *out = it->second.settings;
   return true;
 }
 
@@ -167,8 +185,8 @@ Settings store(const char* path, const std::string& key, const Settings& s, doub
   // First writer wins: a class's configuration never changes within a process, so a
   // workspace sized from one lookup fits the run that follows it.
   const auto it = c.entries.find(key);
-  if (it != c.entries.end()) return it->second;
-  c.entries[key] = s;
+  if (it != c.entries.end()) return it->second.settings;
+  c.entries[key] = Entry{s, {}};
   char us[32];
   std::snprintf(us, sizeof(us), "%.2f", microseconds);
   const std::string line = key + "\t" + format_settings(s) + "\t" + us + "\n";
@@ -192,9 +210,9 @@ std::string table_path(const char* gpu_name) {
   return library_dir() + "/tables/" + slug + ".tsv";
 }
 
-bool table_lookup(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
+bool table_lookup(const GemmProblem& p, const DeviceInfo& dev, Entry* out) {
   Tables& t = tables();
-  const std::map<std::string, Settings>* entries = nullptr;
+  const std::map<std::string, Entry>* entries = nullptr;
   {
     std::lock_guard<std::mutex> lock(t.mu);
     auto it = t.by_gpu.find(dev.name);

@@ -22,9 +22,11 @@
 // model GEMMs by `python -m torch_tiled_gemm.tune` (its third column says
 // what the entry gained there) and shipped in the package as
 // torch_tiled_gemm/tables/<GPU name with non-alphanumerics as '-'>.tsv, next
-// to the extension's shared library.  A class with an entry runs its
-// configuration wherever that can take the problem; a class without one
-// runs the families' rules (dispatch.cu, hopper.cu).  A configuration forced
+// to the extension's shared library, its lines with a fourth field (Entry
+// below).  A class with an entry runs its configuration wherever that can
+// take the problem and the rules would run one of the kernels the entry was
+// measured against; elsewhere, and in a class without one, the families'
+// rules run (dispatch.cu, hopper.cu).  A configuration forced
 // by hand (TILED_CONFIG) comes first, then a user's autotuning cache, where
 // on.
 #pragma once
@@ -66,9 +68,18 @@ bool lookup(const char* path, const std::string& key, Settings* out);
 // configuration.
 Settings store(const char* path, const std::string& key, const Settings& s, double microseconds);
 
-// The shipped table's configuration for `p`'s class on `dev` (the table for the
+// A line of the cache or the table: the configuration, and for a table
+// line the rules' choices (kernel names) it was measured against, from its
+// optional fourth field "over NAME[,NAME...]" (dispatch.cu applies such an
+// entry only where the rules would run one of them).
+struct Entry {
+  Settings settings;
+  std::vector<std::string> over;
+};
+
+// The shipped table's entry for `p`'s class on `dev` (the table for the
 // GPU's name, loaded on first use); false where it has none.
-bool table_lookup(const GemmProblem& p, const DeviceInfo& dev, Settings* out);
+bool table_lookup(const GemmProblem& p, const DeviceInfo& dev, Entry* out);
 
 // The table file for a GPU name, e.g. ".../torch_tiled_gemm/tables/NVIDIA-H100-80GB-HBM3.tsv".
 std::string table_path(const char* gpu_name);
