@@ -247,6 +247,9 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     one_slab = slab and slab_width_as_called(dtype, M, N, layout, batch, streamk=streamk)
     if one_slab:
         return f"sm90_{TAG[dtype]}_{one_slab}_{layout.lower()}"
+    one_slab = slab and mid_slab_width(dtype, M, N, layout, batch, K, streamk)
+    if one_slab:
+        return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
     width = swap_width(dtype, M, N, layout, batch, K, streamk)
     if width:
         return f"sm90_{TAG[dtype]}_{width}sw_{layout.lower()}"
@@ -616,6 +619,35 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None)
     return tile if layout[1] == "T" else n_major_slab(tile, N, layout)
 
 
+MID_SLAB_WIDTHS = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128)
+
+
+def mid_slab_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
+    """Mirror of hopper.cu's mid_slab_width(): a 16-bit NN / NT problem with
+    M, N > 128 whose rules' choice is 128x64 tiles (whole or split in two)
+    runs swapped on 64 x W one-slab tiles, W the narrowest of
+    MID_SLAB_WIDTHS at which its N / 64 tile rows (<= the SMs) times M / W
+    tile columns fit one wave, where 64 * W is <= 85% of a 128x64 tile's
+    work per SM and wave (halved when split); C (fresh, contiguous) 16-byte
+    aligned.  The tile name ("64x88") or None (also where streamk is not None)."""
+    if streamk is not None or M <= 128 or N <= 128 or not swappable16(dtype, M, N, layout, batch):
+        return None
+    tile = expected_tile(M, N, batch, dtype, K, streamk)
+    if tile not in ("128x64", "128x64sk2"):
+        return None
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    sms, rows = num_sms(), cdiv(N, 64) * batch
+    if rows > sms:
+        return None
+    need = cdiv(M, sms // rows)
+    w = next((x for x in MID_SLAB_WIDTHS if x >= need), None)
+    if w is None:
+        return None
+    split = 2 if tile == "128x64sk2" else 1
+    waves = cdiv(cdiv(M, 128) * cdiv(N, 64) * batch * split, sms)
+    return f"64x{w}" if 64 * w * 100 * split <= waves * 128 * 64 * 85 else None
+
+
 def n_major_slab(tile, N, layout, swapped=False):
     """The tile for an N-major B (NN, TN as called; TN swapped, N then the
     caller's M) given the rule's: none where B's rows are not 32-byte
@@ -742,6 +774,51 @@ def test_slab_forced(monkeypatch, dtype, layout, width):
     force(monkeypatch, f"64x{width}sw")
     check_forced_swapped(monkeypatch, dtype, layout, SLAB_FORCED_SHAPES, f"64x{width}",
                          lambda name: "_64x" not in name, tn=True)
+
+
+# The wide one-slab tiles (64 x 72 ... 128, swapped only, a K-major B: NN and
+# NT), forced: a mid-size problem, ragged M and N, a batch, several tiles per
+# CTA, one k-block; TN / TT and an unaligned C run as called.
+WIDE_SLAB_WIDTHS = (72, 80, 88, 96, 112, 128)
+WIDE_SLAB_FORCED_SHAPES = [(514, 1280, 264, None), (130, 200, 520, None), (33, 264, 200, 3), (1000, 9000, 72, None),
+                           (300, 136, 64, None), (128, 64, 72, 2), (777, 1000, 136, None)]
+
+
+@pytest.mark.parametrize("width", WIDE_SLAB_WIDTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_wide_slab_forced(monkeypatch, dtype, layout, width):
+    force(monkeypatch, f"64x{width}sw")
+    check_forced_swapped(monkeypatch, dtype, layout, WIDE_SLAB_FORCED_SHAPES, f"64x{width}",
+                         lambda name: "_64x" not in name)
+    # no as-called kernel of these widths: the name with no "sw" is declined
+    a, b = make_operands(514, 1280, 264, dtype, "cuda", layout)
+    force(monkeypatch, f"64x{width}")
+    assert "_64x" not in kernel_name(a, b)
+
+
+# The mid-size rule (mid_slab_width), (M, N, K, the tile): 514 x 1280 on 20 x
+# 6 tiles of 64x88, 1576 x 384 on 6 x 22 of 64x72, 308 x 768 (128x64 split
+# in two by the rules) on 12 x 10 of 64x32; not 788 x 1024 (64x112: 0.875 of
+# a 128x64 tile's work), 2048 x 1024 (128x128 tiles), 1024 x 1024 x 2048 TN
+# (no K-major B when swapped), 1000 x 1000 (64x128: as much work as 128x64).
+MID_SLAB_SHAPES = [(514, 1280, 3840, "64x88"), (1576, 384, 1536, "64x72"), (308, 768, 3072, "64x32"),
+                   (788, 1024, 3072, None), (2048, 1024, 1024, None), (1000, 1000, 200, None)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_mid_slab_rule(dtype, layout):
+    for M, N, K, tile in MID_SLAB_SHAPES:
+        if layout == "TN" and M % 8:
+            continue  # (no TMA for a column-major A: staged)
+        want = tile if layout != "TN" else None
+        assert mid_slab_width(dtype, M, N, layout, K=K) == want, (M, N, K)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout)
+        name = kernel_name(a, b)
+        assert name == expected_name(dtype, M, N, layout, K=K), (M, N, K, name)
+        assert (want is not None) == (name == variant_name(dtype, f"{tile}sw", layout)), (M, N, K, name)
+        check(a, b, dtype, bias=M % 2 == 0)
 
 
 def check_as_called(a, b, dtype, shape, layout):

@@ -152,11 +152,16 @@ std::vector<Settings> candidates(const GemmProblem& p) {
   // GPU's SMs): the one-slab tiles as called too, whose 64-row tiles give
   // twice the CTAs or more (H100, docs/dispatch.md: 0.83 -> 0.92-1.03 at
   // K = 1024, mixed at K = 4096; for the tuner to settle per class).
-  const bool few = ceil_div(p.M, 128) * ceil_div(p.N, 64) * p.batch <= 64;
+  // Up to one wave of 128x64 tiles on a Hopper GPU (132 SMs): the wide
+  // one-slab tiles (64x72sw ... 64x128sw) too, as hopper.cu's
+  // mid_slab_width picks them.
+  const int64_t tiles64 = ceil_div(p.M, 128) * ceil_div(p.N, 64) * p.batch;
+  const bool few = tiles64 <= 64, one_wave = tiles64 <= 132;
   for (const std::string& n : hopper_config_list(p)) {
     const bool slab = n.find("_64x") != std::string::npos;
     const bool as_called = n.find("sw_") == std::string::npos;
-    if (slab ? small <= 128 || (few && as_called) : small > 64) out.push_back(Settings{n});
+    const bool wide = slab && std::atoi(n.c_str() + n.find("_64x") + 4) > sm90::kMaxNarrowSlab;
+    if (slab ? small <= 128 || (few && as_called) || (one_wave && wide) : small > 64) out.push_back(Settings{n});
   }
   // The sm80 (mma.sync) configurations where the skinny kernel does not
   // take the problem (the tile that wins depends on the grid and K:

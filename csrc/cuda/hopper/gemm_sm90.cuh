@@ -213,8 +213,8 @@ struct Sm90Config {
   static_assert(!kSwappedOnly || (kTransC_ && (!kBMN || kOneSlab) && kCluster == 1),
                 "144-232, one-slab: swapped, no cluster; 144-232 a K-major B");
   static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 &&
-                              slab_layout_built(kAMN, kBMN, kTransC_)),
-                "one-slab: 16-bit, cooperative whole tiles, no cluster, the layouts of hopper.h's slab_layout_built");
+                              slab_built(kBN, kAMN, kBMN, kTransC_)),
+                "one-slab: 16-bit, cooperative whole tiles, no cluster, the layouts of hopper.h's slab_built");
   static_assert(64 % kTBoxRows == 0, "transposed stores divide a 64-column chunk");
   static_assert((kBN != 64 && kBN != 192) || (kCluster == 1 && !kPingPong), "128x64 and 128x192: cooperative, no cluster");
   static_assert(!kSplitK || kBN == 64 || kBN == 128, "split-K: 128x128 or 128x64 tiles");
@@ -1281,8 +1281,10 @@ const char* launch_one_slab(int w, const GemmProblem& p, const DeviceInfo& dev, 
     return "sm90: no one-slab kernel of that width";
   } else {
     constexpr int W = kSlabWidths[I];
-    if (w == W)
-      return launch_sm90<Sm90Config<T, W, kAMN, kBMN, 1, false, false, kTransC, true>>(p, dev, stream, c, workspace);
+    if constexpr (slab_built(W, kAMN, kBMN, kTransC)) {
+      if (w == W)
+        return launch_sm90<Sm90Config<T, W, kAMN, kBMN, 1, false, false, kTransC, true>>(p, dev, stream, c, workspace);
+    }
     return launch_one_slab<T, kAMN, kBMN, kTransC, I + 1>(w, p, dev, stream, c, workspace);
   }
 }
@@ -1292,7 +1294,7 @@ const char* launch_one_slab(int w, const GemmProblem& p, const DeviceInfo& dev, 
 template <class T, bool kTransC>
 const char* launch_slab_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStream_t stream, const Choice& c,
                             void* workspace) {
-  if (!slab_layout_built(c.a_mn, c.b_mn, kTransC)) return "sm90: no one-slab kernel for that layout";
+  if (!slab_built(c.slab, c.a_mn, c.b_mn, kTransC)) return "sm90: no one-slab kernel for that layout";
   // (The one mixed layout built: an M-major A swapped, an N-major B as called.)
   if (c.a_mn != c.b_mn) return launch_one_slab<T, kTransC, !kTransC, kTransC>(c.slab, p, dev, stream, c, workspace);
   return c.a_mn ? launch_one_slab<T, true, true, kTransC>(c.slab, p, dev, stream, c, workspace)

@@ -501,6 +501,36 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major(), false) : w;
 }
 
+// One-slab tiles for mid-size problems (both sides > 128), which the rules
+// give 128x64 tiles (whole, or K split in two) because 128x128 ones would
+// fill at most half the SMs: a 16-bit NN or NT problem runs swapped on
+// tiles of 64 rows of N by W columns of M, W the narrowest width (of all
+// kSlabWidths, up to 128) at which the N / 64 tile rows times M / W tile
+// columns fit one wave, where such a tile holds <= 85% of the work a
+// 128x64 tile (or its half, split) holds per SM and wave.  E.g. 514 x 1280
+// x 3840 NN on 132 SMs: 5 x 20 tiles of 128x64, the last tile row 2 / 128
+// used, against 20 x 6 of 64x88 (0.69 of the work per SM); cuBLAS runs it
+// on 120 CTAs of 64x88 (ncu, H200: 11.5 us against our 22.1).  Returns W,
+// or 0 for none.  (64x72sw ... 64x128sw by name: wherever the layout and C
+// allow it.)
+[[maybe_unused]] int mid_slab_width(Planned& pp) {
+  const GemmProblem& p = pp.p;
+  if (!slab_problem(p) || !p.a.row_major() || p.M <= 128 || p.N <= 128) return 0;
+  const Choice& c = pp.choice();
+  if (c.tile != Tile::k128x64 || c.sk_tiles > 0 || c.cluster != 1 || c.pingpong) return 0;
+  const int64_t sms = sm_count(pp.dev);
+  const int64_t rows = ceil_div(p.N, 64) * p.batch;
+  if (rows > sms) return 0;
+  const int64_t need = ceil_div(p.M, sms / rows);
+  int w = 0;
+  for (int x : sm90::kSlabWidths)
+    if (w == 0 && x >= need) w = x;
+  if (w == 0) return 0;
+  const int64_t split = c.split_k > 1 ? c.split_k : 1;
+  const int64_t waves = ceil_div(ceil_div(p.M, 128) * ceil_div(p.N, 64) * p.batch * split, sms);
+  return int64_t{64} * w * 100 * split <= waves * 128 * 64 * 85 ? w : 0;
+}
+
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
 // so, its Choice (c_trans set when swapped).  `width`: a swapped-only
 // 128-row tile (swap_width), `slab`: a one-slab width (slab_width, or
@@ -549,7 +579,7 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     // 0.98-1.00; explore aa65e63).
     w.group_m = slab > 0 ? 1 : c.group_m;
     // One-slab tiles: the layouts built for them; 144-232: swapped, a K-major B.
-    if (slab > 0 ? !sm90::slab_layout_built(w.a_mn, w.b_mn, swapped) : (!swapped || w.b_mn)) return false;
+    if (slab > 0 ? !sm90::slab_built(slab, w.a_mn, w.b_mn, swapped) : (!swapped || w.b_mn)) return false;
     c = w;
   }
   if (dev.max_smem_per_block_optin <
@@ -567,7 +597,7 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
 // hopper_config_name).  The variant's index is the list's, which the Choice
 // <-> name mapping below (variant_index, variant_choice) follows.
 const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-constexpr int kNumVariants = 29;
+constexpr int kNumVariants = 35;
 const char* const kVariants[kNumVariants] = {
     "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
     "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
@@ -575,7 +605,8 @@ const char* const kVariants[kNumVariants] = {
     // the swapped-only widths, in kSwapWidths order
     "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232",
     // the one-slab widths, in kSlabWidths order
-    "64x8", "64x16", "64x24", "64x32", "64x40", "64x48", "64x56", "64x64"};
+    "64x8", "64x16", "64x24", "64x32", "64x40", "64x48", "64x56", "64x64", "64x72", "64x80", "64x88", "64x96",
+    "64x112", "64x128"};
 constexpr int kFirstSwapWidth = 14, kFirstSlab = 21;
 static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kFirstSlab &&
                   kFirstSlab + sizeof(sm90::kSlabWidths) / sizeof(sm90::kSlabWidths[0]) == kNumVariants,
@@ -734,6 +765,8 @@ bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* l
     if (launched) *launched = caller;
     return true;
   }
+  const int mid = mid_slab_width(pp);
+  if (mid > 0 && swapped(Tile::k128x256, mid)) return true;
   const Tile width = swap_width(pp, qq, fills);
   if (tile_swapped_only(width) && swapped(width, 0)) return true;
   if (nn || fills || tf32_nt) {
@@ -794,7 +827,9 @@ std::vector<std::string> hopper_config_list(const GemmProblem& p) {
   // the one-slab tiles.
   // (tf32 has no ping-pong kernel in clusters.)
   for (int v = 0; v < kNumVariants; ++v)
-    if (p.dtype == DType::f32 ? v < kFirstSwapWidth && v != 4 : (v < kFirstSwapWidth || v >= kFirstSlab))
+    if (p.dtype == DType::f32 ? v < kFirstSwapWidth && v != 4
+                              : (v < kFirstSwapWidth || (v >= kFirstSlab && sm90::kSlabWidths[v - kFirstSlab] <=
+                                                                                sm90::kMaxNarrowSlab)))
       out.push_back(head + kVariants[v] + tail);
   if (p.dtype != DType::f32)
     for (int v = 0; v < kNumVariants; ++v)

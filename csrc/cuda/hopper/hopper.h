@@ -142,8 +142,12 @@ constexpr int tile_smem_bytes(Tile t) { return ring_smem_bytes(128 + tile_bn(t),
 // called: 64 rows of M by W of N (slab_width_as_called).  An N-major B is
 // read from the first W columns of a 64-wide box.  Their stages are small
 // ((64 + W) x 128 bytes, 128 x 128 with an N-major B), so the ring holds up
-// to 16 of them next to the TMA store buffers.
-constexpr int kSlabWidths[8] = {8, 16, 24, 32, 40, 48, 56, 64};
+// to 16 of them next to the TMA store buffers.  The widths past 64 (72 ...
+// 128) run swapped only, with a K-major B (the caller's row-major A: NN and
+// NT), for mid-size problems whose 128-row tiles leave SMs idle (hopper.cu,
+// mid_slab_width).
+constexpr int kSlabWidths[14] = {8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128};
+constexpr int kMaxNarrowSlab = 64;
 constexpr int slab_width_index(int w) {
   for (int i = 0; i < static_cast<int>(sizeof(kSlabWidths) / sizeof(kSlabWidths[0])); ++i)
     if (kSlabWidths[i] == w) return i;
@@ -157,6 +161,10 @@ constexpr int slab_b_rows(int w, bool b_mn) { return b_mn ? 64 : w; }
 // problem NT, TT and TN (the caller's NT, NN and TN; no K-major A next to an
 // N-major B).
 constexpr bool slab_layout_built(bool a_mn, bool b_mn, bool c_trans) { return a_mn == b_mn || a_mn == c_trans; }
+// The same for width `w`: past 64 columns, swapped with a K-major B only.
+constexpr bool slab_built(int w, bool a_mn, bool b_mn, bool c_trans) {
+  return w <= kMaxNarrowSlab ? slab_layout_built(a_mn, b_mn, c_trans) : c_trans && !b_mn;
+}
 constexpr int slab_stages(int w, bool b_mn = false) { return ring_stages(64 + slab_b_rows(w, b_mn), kEpiTmaBytes, 16); }
 constexpr int slab_smem_bytes(int w, bool b_mn = false) {
   return ring_smem_bytes(64 + slab_b_rows(w, b_mn), kEpiTmaBytes, 16);
