@@ -23,6 +23,7 @@ import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
+from torch_tiled_gemm import tune
 from conftest import TF32_TOL, assert_close_rel, make_operands, rand, reference, run_poisoned, tf32_mode
 
 IS_SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
@@ -626,7 +627,7 @@ def mid_slab_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """Mirror of hopper.cu's mid_slab_width(): a 16-bit NN / NT problem with
     M, N > 128 whose rules' choice is 128x64 tiles (whole or split in two)
     runs swapped on 64 x W one-slab tiles, W the narrowest of
-    MID_SLAB_WIDTHS at which its N / 64 tile rows (<= the SMs) times M / W
+    MID_SLAB_WIDTHS from 32 on at which its N / 64 tile rows (<= the SMs) times M / W
     tile columns fit one wave, where 64 * W is <= 85% of a 128x64 tile's
     work per SM and wave (halved when split); C (fresh, contiguous) 16-byte
     aligned.  The tile name ("64x88") or None (also where streamk is not None)."""
@@ -641,7 +642,7 @@ def mid_slab_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
         return None
     need = cdiv(M, sms // rows)
     w = next((x for x in MID_SLAB_WIDTHS if x >= need), None)
-    if w is None:
+    if w is None or w < 32:
         return None
     split = 2 if tile == "128x64sk2" else 1
     waves = cdiv(cdiv(M, 128) * cdiv(N, 64) * batch * split, sms)
@@ -791,10 +792,11 @@ def test_wide_slab_forced(monkeypatch, dtype, layout, width):
     force(monkeypatch, f"64x{width}sw")
     check_forced_swapped(monkeypatch, dtype, layout, WIDE_SLAB_FORCED_SHAPES, f"64x{width}",
                          lambda name: "_64x" not in name)
-    # no as-called kernel of these widths: the name with no "sw" is declined
+    # no as-called kernel of these widths: the name with no "sw" is declined (the rules' choice runs)
     a, b = make_operands(514, 1280, 264, dtype, "cuda", layout)
     force(monkeypatch, f"64x{width}")
-    assert "_64x" not in kernel_name(a, b)
+    name = kernel_name(a, b)
+    assert name == expected_name(dtype, 514, 1280, layout, K=264) if layout[0] == "N" else "_64x" not in name, name
 
 
 # The mid-size rule (mid_slab_width), (M, N, K, the tile): 514 x 1280 on 20 x
@@ -1323,6 +1325,17 @@ def check_config_shapes(shapes, dtype, layout, variant, exact=True):
             continue
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         assert expected_tile(M, N, batch or 1, dtype, K) == variant, (M, N, K, batch)
+        mid = mid_slab_width(dtype, M, N, layout, batch or 1, K)
+        if mid and "TILED_CONFIG" not in os.environ:
+            # the mid-size rule runs these on one-slab tiles: that, then the variant by name
+            assert kernel_name(a, b) == variant_name(dtype, mid + "sw", layout), (M, N, K, batch)
+            check(a, b, dtype, bias=(M % 2 == 0))
+            with tune.config_env(variant):
+                assert kernel_name(a, b) == variant_name(dtype, variant, layout), (M, N, K, batch)
+                check(a, b, dtype, bias=(M % 2 == 0))
+                if exact and batch is None:
+                    exact_check(M, N, K, dtype, layout)
+            continue
         assert kernel_name(a, b) == variant_name(dtype, variant, layout), (M, N, K, batch)
         check(a, b, dtype, bias=(M % 2 == 0), tol=TF32_TOL if dtype == torch.float32 else None)
         if exact and batch is None:

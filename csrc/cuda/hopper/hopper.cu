@@ -504,9 +504,9 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // One-slab tiles for mid-size problems (both sides > 128), which the rules
 // give 128x64 tiles (whole, or K split in two) because 128x128 ones would
 // fill at most half the SMs: a 16-bit NN or NT problem runs swapped on
-// tiles of 64 rows of N by W columns of M, W the narrowest width (of all
-// kSlabWidths, up to 128) at which the N / 64 tile rows times M / W tile
-// columns fit one wave, where such a tile holds <= 85% of the work a
+// tiles of 64 rows of N by W columns of M, W the narrowest width (of
+// kSlabWidths from 32 to 128) at which the N / 64 tile rows times M / W
+// tile columns fit one wave, where such a tile holds <= 85% of the work a
 // 128x64 tile (or its half, split) holds per SM and wave.  E.g. 514 x 1280
 // x 3840 NN on 132 SMs: 5 x 20 tiles of 128x64, the last tile row 2 / 128
 // used, against 20 x 6 of 64x88 (0.69 of the work per SM); cuBLAS runs it
@@ -525,7 +525,10 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   int w = 0;
   for (int x : sm90::kSlabWidths)
     if (w == 0 && x >= need) w = x;
-  if (w == 0) return 0;
+  // Not narrower than 32 columns: many narrow tile columns each stream all
+  // of B^T's rows (slab_rule: 128x256x8192 on tiles 8 wide lost 0.74 ->
+  // 0.50).
+  if (w < 32) return 0;
   const int64_t split = c.split_k > 1 ? c.split_k : 1;
   const int64_t waves = ceil_div(ceil_div(p.M, 128) * ceil_div(p.N, 64) * p.batch * split, sms);
   return int64_t{64} * w * 100 * split <= waves * 128 * 64 * 85 ? w : 0;
