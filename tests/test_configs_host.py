@@ -109,6 +109,22 @@ def test_candidates_run_as_named(driver):
         got = run(driver, [case[:-1] + (c,) for c in cands[1:]])
         assert got == cands[1:] and rules not in got and len(set(got)) == len(got), case
         assert not any(c.startswith("sm80_") for c in cands), (case, cands)  # sm90 runs these here
+    # The shortlist: never the skinny kernel's 7-stage pipeline; of the
+    # swapped-only widths (128x144sw ... 128x232sw), the two of the fewest
+    # weighted waves (hopper.cu's swap_width cost), the narrower of equals.
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    for M, N, K, lay in [(1536, 1536, 1536, "nn"), (1280, 4096, 4096, "nt"), (777, 4096, 4096, "nn"),
+                         (3000, 5000, 1024, "nt"), (40, 4096, 4096, "nt")]:
+        cands = run(driver, [(M, N, K, 1, "bf16", lay, "-")], "--candidates")[0].split()
+        assert not any("deep" in c for c in cands), cands
+        variants = [c.split("_")[2] for c in cands[1:]]
+        widths = sorted(int(v[4:-2]) for v in variants if re.fullmatch(r"128x(144|160|176|200|208|224|232)sw", v))
+        rules, = run(driver, [(M, N, K, 1, "bf16", lay, "-")])
+        # (the rules' own choice is the "-" candidate, not listed again)
+        costs = sorted((cdiv(cdiv(N, 128) * cdiv(M, w), 132) * ((w * 10000 + 256 * 97 // 2) // (256 * 97)), w)
+                       for w in (144, 160, 176, 200, 208, 224, 232) if f"_128x{w}sw_" not in rules)
+        # (a side <= 64: the 128-row tiles are no candidates)
+        assert widths == (sorted(w for _, w in costs[:2]) if min(M, N) > 64 else []), (M, N, K, widths, costs, rules)
     # On an sm_80 GPU the sm80 family's configurations are the candidates
     # (the rules' choice among them first).
     for case in [(1536, 1536, 1536, 1, "bf16", "nn", "-"), (4096, 4096, 4096, 1, "tf32", "nt", "-"),

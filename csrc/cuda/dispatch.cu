@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tiled {
@@ -471,6 +472,30 @@ std::vector<Settings> candidates(const GemmProblem& p, const DeviceInfo& dev) {
     if (name != c.config || std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
     seen.push_back(name);
     out.push_back(c);
+  }
+  // The swapped-only widths (128x144sw ... 128x232sw): the two of the
+  // fewest weighted waves (hopper.cu's swap_width cost; the narrower of
+  // equals).  On the H200's tuning data (bf16, 385 GEMMs), where any width
+  // came within 2% of the GEMM's best time (62 GEMMs), one of those two did
+  // in 59; the other five widths were 15% of the pass's timings.
+  auto width_of = [](const std::string& n) {
+    const size_t at = n.find("_128x");
+    return at != std::string::npos && n.find("sw_", at) != std::string::npos ? std::atoi(n.c_str() + at + 5) : 0;
+  };
+  std::vector<std::pair<int64_t, int>> widths;  // (cost, width)
+  for (const Settings& c : out) {
+    const int64_t cost = hopper_swap_width_cost(p, dev, width_of(c.config));
+    if (cost >= 0) widths.emplace_back(cost, width_of(c.config));
+  }
+  std::sort(widths.begin(), widths.end());
+  if (widths.size() > 2) {
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](const Settings& c) {
+                               const int w = width_of(c.config);
+                               return hopper_swap_width_cost(p, dev, w) >= 0 && w != widths[0].second &&
+                                      w != widths[1].second;
+                             }),
+              out.end());
   }
   return out;
 }

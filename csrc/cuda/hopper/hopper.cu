@@ -840,6 +840,13 @@ std::vector<std::string> hopper_config_list(const GemmProblem& p) {
   return out;
 }
 
+int64_t hopper_swap_width_cost(const GemmProblem& p, const DeviceInfo& dev, int width) {
+  for (Tile t : kSwapWidths)
+    if (tile_bn(t) == width)
+      return ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, width) * p.batch, sm_count(dev)) * swap_width_weight(t) * 100;
+  return -1;
+}
+
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev) {
   Choice c;
   return plan(p, dev, nullptr, &c) && c.slab > 0;

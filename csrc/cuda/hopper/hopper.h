@@ -34,6 +34,11 @@ std::vector<std::string> hopper_config_list(const GemmProblem& p);
 // Whether hopper_gemm would run `p` on one-slab tiles (64-row tiles for a
 // small M or N; dispatch prefers them to the skinny kernel where they apply).
 bool hopper_one_slab(const GemmProblem& p, const DeviceInfo& dev);
+// The swapped-only width `width` (144 ... 232) on `p` (the caller's problem:
+// tiles of 128 rows of N by `width` columns of M) in hopper.cu's swap_width
+// terms: weighted waves x 100, or -1 for another width.  The tuner's
+// candidates keep the two cheapest widths (dispatch.cu).
+int64_t hopper_swap_width_cost(const GemmProblem& p, const DeviceInfo& dev, int width);
 // Whether hopper_gemm applies p's epilogue (p.epi) itself, in the kernel's
 // TMA stores of C (the configuration it picks stores every box that way and
 // the epilogue's tensors take 16-byte vectors); else dispatch runs the plain
