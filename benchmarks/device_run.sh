@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, full tests, benchmarks.  Stages are
 # picked with STAGES (default "build test bench ladder"; also wheel + abi,
-# sass, gdb, reliability, sm80, dist, ab, cluster, sweep, explore, ncu), so a long session can be split over two
+# sass, gdb, reliability, sm80, tune, dist, ab, cluster, sweep, explore, ncu), so a long session can be split over two
 # calls on the same warm machine:
 #   STAGES="build test" bash benchmarks/device_run.sh
 #   STAGES="bench ladder" bash benchmarks/device_run.sh
@@ -130,6 +130,31 @@ if has sm80; then
   rc=$?
   grep -vE "^(bf16|tf32|fp16) " "$OUT/sm80_record.log" >>"$LOG"
   say "sm80 record rc=$rc (per case: sm80_record.log)"
+fi
+if has tune; then
+  # The offline tuner, resumed from the repository's raw file for this GPU
+  # (benchmarks/results/tune-<gpu>.jsonl, copied into $OUT/results and
+  # appended to there) within TUNE_BUDGET seconds (default 300) for
+  # TUNE_DTYPES (default bf16,fp16,tf32); the rebuilt table lands in
+  # $OUT/results too, and is installed next to the extension for the
+  # stages after it.  Then the held-out part with and without the table,
+  # twice, alternating (docs/dispatch.md).
+  gpu_file=$($PY -c "import torch, torch_tiled_gemm.tune as t; print(t.table_name(torch.cuda.get_device_name())[:-4])")
+  raw="$OUT/results/tune-$gpu_file.jsonl"
+  [ -f "$raw" ] || cp "benchmarks/results/tune-$gpu_file.jsonl" "$raw" 2>/dev/null || true
+  table=$($PY -c "import torch, torch_tiled_gemm.tune as t; print(t.default_table(torch.cuda.get_device_name()))")
+  say "tune: ${TUNE_DTYPES:-bf16,fp16,tf32} for ${TUNE_BUDGET:-300} s into $raw"
+  timeout $(( ${TUNE_BUDGET:-300} + 120 )) $PY -m torch_tiled_gemm.tune --dtypes "${TUNE_DTYPES:-bf16,fp16,tf32}" \
+    --time-budget "${TUNE_BUDGET:-300}" --raw "$raw" --table "$table" >"$OUT/tune.log" 2>&1
+  say "tune rc=$? ($(grep -c "x torch, best" "$OUT/tune.log") GEMMs timed; tune.log)"
+  cp "$table" "$OUT/results/"
+  for i in 1 2; do
+    for t in rules table; do
+      TILED_DISABLE_KERNELS=$([ $t = rules ] && echo table) timeout 120 $PY -m torch_tiled_gemm.bench --corpus \
+        --set heldout --dtype "${HELDOUT_DTYPE:-bf16}" --rounds 3 --out "$OUT/results/heldout-$t$i" >"$OUT/heldout-$t$i.log" 2>&1
+      grep -m1 "geomean ratio" "$OUT/heldout-$t$i.log" | sed "s/^/heldout $t $i: /" >>"$LOG"
+    done
+  done
 fi
 if has bench; then
   say "bench"
