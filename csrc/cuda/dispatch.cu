@@ -482,19 +482,16 @@ std::vector<Settings> candidates(const GemmProblem& p, const DeviceInfo& dev) {
     const size_t at = n.find("_128x");
     return at != std::string::npos && n.find("sw_", at) != std::string::npos ? std::atoi(n.c_str() + at + 5) : 0;
   };
-  std::vector<std::pair<int64_t, int>> widths;  // (cost, width)
+  std::vector<std::pair<int64_t, int>> widths;  // (cost, width) of the listed swapped-only widths
   for (const Settings& c : out) {
-    const int64_t cost = hopper_swap_width_cost(p, dev, width_of(c.config));
-    if (cost >= 0) widths.emplace_back(cost, width_of(c.config));
+    const int w = width_of(c.config);
+    const int64_t cost = hopper_swap_width_cost(p, dev, w);
+    if (cost >= 0) widths.emplace_back(cost, w);
   }
   std::sort(widths.begin(), widths.end());
-  if (widths.size() > 2) {
-    out.erase(std::remove_if(out.begin(), out.end(),
-                             [&](const Settings& c) {
-                               const int w = width_of(c.config);
-                               return hopper_swap_width_cost(p, dev, w) >= 0 && w != widths[0].second &&
-                                      w != widths[1].second;
-                             }),
+  for (size_t i = 2; i < widths.size(); ++i) {
+    const int w = widths[i].second;
+    out.erase(std::remove_if(out.begin(), out.end(), [&](const Settings& c) { return width_of(c.config) == w; }),
               out.end());
   }
   return out;

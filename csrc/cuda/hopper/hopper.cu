@@ -829,10 +829,9 @@ std::vector<std::string> hopper_config_list(const GemmProblem& p) {
   // 128x256 tiles (alone or in 2-CTA clusters), the swapped-only widths and
   // the one-slab tiles.
   // (tf32 has no ping-pong kernel in clusters.)
+  auto narrow_slab = [](int v) { return v >= kFirstSlab && sm90::kSlabWidths[v - kFirstSlab] <= sm90::kMaxNarrowSlab; };
   for (int v = 0; v < kNumVariants; ++v)
-    if (p.dtype == DType::f32 ? v < kFirstSwapWidth && v != 4
-                              : (v < kFirstSwapWidth || (v >= kFirstSlab && sm90::kSlabWidths[v - kFirstSlab] <=
-                                                                                sm90::kMaxNarrowSlab)))
+    if (p.dtype == DType::f32 ? v < kFirstSwapWidth && v != 4 : v < kFirstSwapWidth || narrow_slab(v))
       out.push_back(head + kVariants[v] + tail);
   if (p.dtype != DType::f32)
     for (int v = 0; v < kNumVariants; ++v)

@@ -372,16 +372,16 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 #define TILED_WGMMA_ACC104 TILED_WGMMA_ACC96, "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
 
 // The wide one-slab widths (72 ... 112 columns: 36 ... 56 accumulator registers).
-#define TILED_WGMMA_REGS36_SLAB TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35"
-#define TILED_WGMMA_ACC36_SLAB TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
-#define TILED_WGMMA_REGS40_SLAB TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35, %36, %37, %38, %39"
-#define TILED_WGMMA_ACC40_SLAB TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
-#define TILED_WGMMA_REGS44_SLAB TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43"
-#define TILED_WGMMA_ACC44_SLAB TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
-#define TILED_WGMMA_REGS48_SLAB TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-#define TILED_WGMMA_ACC48_SLAB TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-#define TILED_WGMMA_REGS56_SLAB TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55"
-#define TILED_WGMMA_ACC56_SLAB TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+#define TILED_WGMMA_REGS36 TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35"
+#define TILED_WGMMA_ACC36 TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+#define TILED_WGMMA_REGS40 TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35, %36, %37, %38, %39"
+#define TILED_WGMMA_ACC40 TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+#define TILED_WGMMA_REGS44 TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43"
+#define TILED_WGMMA_ACC44 TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
+#define TILED_WGMMA_REGS48 TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+#define TILED_WGMMA_ACC48 TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+#define TILED_WGMMA_REGS56 TILED_WGMMA_REGS32 ", " "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55"
+#define TILED_WGMMA_ACC56 TILED_WGMMA_ACC32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
 
 // One wgmma with R = N/2 accumulator registers: operands %0..%R-1 are D,
 // then the two descriptors, the accumulate flag (as predicate p), the
@@ -434,15 +434,15 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kN]) {
 
 // The wide one-slab widths (hopper.h's kSlabWidths past 64; 128 is above).
 #define TILED_WGMMA_N72(TYPES, TRANS) \
-  TILED_WGMMA(TYPES, TILED_WGMMA_REGS36_SLAB, TILED_WGMMA_ACC36_SLAB, "%38", ", %36, %37, p, %39, %40" TRANS)
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS36, TILED_WGMMA_ACC36, "%38", ", %36, %37, p, %39, %40" TRANS)
 #define TILED_WGMMA_N80(TYPES, TRANS) \
-  TILED_WGMMA(TYPES, TILED_WGMMA_REGS40_SLAB, TILED_WGMMA_ACC40_SLAB, "%42", ", %40, %41, p, %43, %44" TRANS)
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS40, TILED_WGMMA_ACC40, "%42", ", %40, %41, p, %43, %44" TRANS)
 #define TILED_WGMMA_N88(TYPES, TRANS) \
-  TILED_WGMMA(TYPES, TILED_WGMMA_REGS44_SLAB, TILED_WGMMA_ACC44_SLAB, "%46", ", %44, %45, p, %47, %48" TRANS)
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS44, TILED_WGMMA_ACC44, "%46", ", %44, %45, p, %47, %48" TRANS)
 #define TILED_WGMMA_N96(TYPES, TRANS) \
-  TILED_WGMMA(TYPES, TILED_WGMMA_REGS48_SLAB, TILED_WGMMA_ACC48_SLAB, "%50", ", %48, %49, p, %51, %52" TRANS)
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS48, TILED_WGMMA_ACC48, "%50", ", %48, %49, p, %51, %52" TRANS)
 #define TILED_WGMMA_N112(TYPES, TRANS) \
-  TILED_WGMMA(TYPES, TILED_WGMMA_REGS56_SLAB, TILED_WGMMA_ACC56_SLAB, "%58", ", %56, %57, p, %59, %60" TRANS)
+  TILED_WGMMA(TYPES, TILED_WGMMA_REGS56, TILED_WGMMA_ACC56, "%58", ", %56, %57, p, %59, %60" TRANS)
 
 // Compile-time selection by element type and N: Wgmma<T, N>::run<kTA, kTB>.
 template <class T, int kN>
@@ -543,16 +543,16 @@ TILED_WGMMA_RS_SPEC(64, 32, "%37", ", {%32, %33, %34, %35}, %36, p, %38, %39")
 #undef TILED_WGMMA_N88
 #undef TILED_WGMMA_N96
 #undef TILED_WGMMA_N112
-#undef TILED_WGMMA_REGS36_SLAB
-#undef TILED_WGMMA_ACC36_SLAB
-#undef TILED_WGMMA_REGS40_SLAB
-#undef TILED_WGMMA_ACC40_SLAB
-#undef TILED_WGMMA_REGS44_SLAB
-#undef TILED_WGMMA_ACC44_SLAB
-#undef TILED_WGMMA_REGS48_SLAB
-#undef TILED_WGMMA_ACC48_SLAB
-#undef TILED_WGMMA_REGS56_SLAB
-#undef TILED_WGMMA_ACC56_SLAB
+#undef TILED_WGMMA_REGS36
+#undef TILED_WGMMA_ACC36
+#undef TILED_WGMMA_REGS40
+#undef TILED_WGMMA_ACC40
+#undef TILED_WGMMA_REGS44
+#undef TILED_WGMMA_ACC44
+#undef TILED_WGMMA_REGS48
+#undef TILED_WGMMA_ACC48
+#undef TILED_WGMMA_REGS56
+#undef TILED_WGMMA_ACC56
 #undef TILED_WGMMA
 #undef TILED_WGMMA_ACC128
 #undef TILED_WGMMA_ACC96
