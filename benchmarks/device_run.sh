@@ -139,10 +139,10 @@ if has tune; then
   # $OUT/results too, and is installed next to the extension for the
   # stages after it.  Then the held-out part with and without the table,
   # twice, alternating (docs/dispatch.md).
-  gpu_file=$($PY -c "import torch, torch_tiled_gemm.tune as t; print(t.table_name(torch.cuda.get_device_name())[:-4])")
+  read -r gpu_file table < <($PY -c "import torch, torch_tiled_gemm.tune as t; g = torch.cuda.get_device_name(); \
+print(t.table_name(g)[:-4], t.default_table(g))")
   raw="$OUT/results/tune-$gpu_file.jsonl"
   [ -f "$raw" ] || cp "benchmarks/results/tune-$gpu_file.jsonl" "$raw" 2>/dev/null || true
-  table=$($PY -c "import torch, torch_tiled_gemm.tune as t; print(t.default_table(torch.cuda.get_device_name()))")
   say "tune: ${TUNE_DTYPES:-bf16,fp16,tf32} for ${TUNE_BUDGET:-300} s into $raw"
   timeout $(( ${TUNE_BUDGET:-300} + 120 )) $PY -m torch_tiled_gemm.tune --dtypes "${TUNE_DTYPES:-bf16,fp16,tf32}" \
     --time-budget "${TUNE_BUDGET:-300}" --raw "$raw" --table "$table" >"$OUT/tune.log" 2>&1
