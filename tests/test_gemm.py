@@ -441,6 +441,34 @@ def test_staged_copies_exact(dtype):
             assert bad == 0, (tuple(a.shape), tuple(b.shape), torch.ops.tiled.gemm_kernel_name(a, b), bad)
 
 
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, "tf32"], ids=str)
+def test_staged_row_copy_exact(dtype):
+    """The staging copy that keeps the layout (stage_copy.cu's row copy: 16-byte
+    vectors built from the two aligned source chunks around each) over rows of
+    1 to 600 elements starting at every offset within 16 bytes: row-major A
+    with leading dimension K + 3 after a 3-element offset, and column-major A
+    with leading dimension M + 3 -- batched, so rows run on across the batch.
+    Small integers: the result must equal the float64 reference bit for bit."""
+    tf32 = dtype == "tf32"
+    dt = torch.float32 if tf32 else dtype
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(11)
+    ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen, device="cuda").to(dt)  # noqa: E731
+    M, N, batch = 70, 72, 3
+    with tf32_mode(tf32):
+        for K in (1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 31, 33, 63, 65, 127, 129, 255, 257, 600):
+            flat = ints(batch * M * (K + 3) + 3)
+            row_major = flat[3:].as_strided((batch, M, K), (M * (K + 3), K + 3, 1))
+            col_major = ints(batch, K, M + 3)[:, :, :M].transpose(1, 2)
+            b = ints(K, N)
+            for a in (row_major, col_major):
+                name = torch.ops.tiled.gemm_kernel_name(a, b)
+                out, _ = run_poisoned(lambda: gemm(a, b), batch * M * N, dt, "cuda")
+                bad = (out.view(batch, M, N) != reference(a, b).to(dt)).sum().item()
+                assert bad == 0, (K, a.stride(), name, bad)
+
+
 def _simt_staging(M, N, layout):
     """Mirror of dispatch.cu's simt_plan for contiguous operands (a "T"
     operand is a column-major view with leading dimension M or K): the

@@ -120,6 +120,50 @@ def test_exact_forced_splits(monkeypatch, dtype, layout, splits, cluster):
 
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("splits", [16, 32])
+def test_exact_many_splits(monkeypatch, dtype, layout, splits):
+    """S = 16 and 32 (workspace only: a portable cluster has at most 8 CTAs),
+    on K of 33 k-blocks (S = 32: 17 slices of 2, none empty) and on one that
+    has fewer k-blocks than S (the forced split declines it)."""
+    variant = f"16x128sk{splits}"
+    force(monkeypatch, variant)
+    a, b = operands(9, 300, 2100, dtype, layout, seed=splits, ints=True)
+    assert_runs(a, b, dtype, layout, variant)
+    check(a, b, torch.randint(-3, 4, (300,), device="cuda").to(dtype), exact=True)
+    a, b = operands(9, 300, 64 * 12, dtype, layout, seed=splits + 1, ints=True)
+    assert not name(a, b).startswith(skinny(dtype, layout, variant))
+    check(a, b, exact=True)
+
+
+def m_major_splits(tiles, k_blocks, sms):
+    """Mirror of skinny.cu's auto_splits for an A read along M (a_kmajor
+    false): S up to 32 while tiles * S <= 2.4 x SMs, each slice >= 4 k-blocks."""
+    s = 1
+    while s < 32 and tiles * s * 2 <= 24 * sms // 10 and k_blocks >= 8 * s:
+        s *= 2
+    return s
+
+
+@pytest.mark.skipif(not HOPPER, reason="the rules' split counts for a Hopper's SMs")
+@pytest.mark.parametrize("dtype", HALF)
+def test_m_major_a_splits(dtype):
+    """LoRA weight gradients (TN) and small-N products run swapped (NN, TN):
+    the A the kernel reads along M gets up to two CTAs per SM of K slices,
+    reduced through the workspace, and the result is right."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for M, N, K, layout in [(16, 768, 12608, "TN"), (8, 4096, 4096, "TN"), (4096, 8, 4096, "NN"),
+                            (14336, 16, 8192, "TN"), (16, 4096, 8192, "TT")]:
+        small, big = min(M, N), max(M, N)
+        tiles = -(-small // 16) * -(-big // 128)
+        s = m_major_splits(tiles, -(-K // 64), sms)
+        a, b = operands(M, N, K, dtype, layout, seed=K + M)
+        want = skinny(dtype, layout, f"16x128sk{s}") + ("_swap" if M > N else "")
+        assert name(a, b) == want, (M, N, K, layout, name(a, b), want)
+        check(a, b)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_random_decode_shapes(monkeypatch, dtype, layout):
     """The K splits the rules give model-sized shapes (where the one-slab
     tiles do not take them), random data, against float64."""

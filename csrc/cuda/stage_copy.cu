@@ -5,9 +5,11 @@
 // tile, so that both the loads and the stores of a warp are contiguous;
 // a plain strided copy would leave one side of a transposing copy reading or
 // writing 4 bytes per 32-byte sector.  Element bits are moved as they are
-// (2- or 4-byte types).  Torch-free.
+// (2- or 4-byte types).  A copy that keeps the layout needs no tile: it
+// moves 16-byte vectors along the rows (stage_rows_kernel).  Torch-free.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "dispatch.h"
@@ -55,7 +57,123 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
   }
 }
 
+// A copy that keeps the layout (both sides contiguous along the same
+// dimension) moves whole 16-byte vectors: each lane stores one aligned
+// vector of a destination row and builds it from the two aligned 16-byte
+// chunks of the source that cover it (its own, and its neighbour's through a
+// shuffle), so that a source row starting anywhere is still read 16 bytes at
+// a time.  A row goes to `kWidth` lanes (a power of two up to 32: its vector
+// count rounded up), several rows to a warp when they are short; a long row
+// is walked 32 vectors at a time.
+struct RowCopy {
+  const char* src = nullptr;
+  char* dst = nullptr;
+  int64_t src_b = 0, src_o = 0, dst_b = 0, dst_o = 0;  // byte strides of a batch and of a row
+  int64_t outer = 0;                                   // rows per batch
+  int64_t rows = 0;                                    // batch * outer
+  int64_t inner = 0;                                   // bytes per row
+};
+
+// The 16 bytes at byte offset 4 * kQ (+ 2 when `half`) of the 32 in w.
+template <int kQ>
+__device__ __forceinline__ uint4 extract(const uint32_t (&w)[8], bool half) {
+  uint32_t o[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) o[i] = half ? __byte_perm(w[kQ + i], w[kQ + i + 1], 0x5432) : w[kQ + i];
+  return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+template <int kWidth>
+__global__ void __launch_bounds__(256) stage_rows_kernel(RowCopy c) {
+  constexpr int kRowsPerWarp = 32 / kWidth;
+  const int lane = threadIdx.x & 31, j = lane % kWidth;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  const int64_t segment_bytes = 16 * kWidth;
+  const int64_t segments = (c.inner + segment_bytes - 1) / segment_bytes;  // 1 unless kWidth == 32
+  // Every lane runs the same iterations: the shuffles take the whole warp.
+  for (int64_t base = warp * kRowsPerWarp; base < c.rows; base += warps * kRowsPerWarp) {
+    const int64_t r = base + lane / kWidth;
+    const bool live = r < c.rows;
+    const int64_t b = live ? r / c.outer : 0, o = live ? r - b * c.outer : 0;
+    const char* row = c.src + b * c.src_b + o * c.src_o;
+    char* out = c.dst + b * c.dst_b + o * c.dst_o;
+    const uintptr_t last = reinterpret_cast<uintptr_t>(row) + c.inner - 1;
+    const int off = static_cast<int>(reinterpret_cast<uintptr_t>(row) & 15);
+    for (int64_t s = 0; s < segments; ++s) {
+      const int64_t x = (s * kWidth + j) * 16;  // this lane's vector in the row, in bytes
+      const uintptr_t chunk = (reinterpret_cast<uintptr_t>(row) + x) & ~uintptr_t{15};
+      uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
+      if (live && chunk <= last) lo = *reinterpret_cast<const uint4*>(chunk);
+      hi.x = __shfl_down_sync(0xffffffffu, lo.x, 1, kWidth);
+      hi.y = __shfl_down_sync(0xffffffffu, lo.y, 1, kWidth);
+      hi.z = __shfl_down_sync(0xffffffffu, lo.z, 1, kWidth);
+      hi.w = __shfl_down_sync(0xffffffffu, lo.w, 1, kWidth);
+      if (j == kWidth - 1)  // the last lane reads the chunk after its own
+        hi = live && off != 0 && chunk + 16 <= last ? *reinterpret_cast<const uint4*>(chunk + 16) : make_uint4(0, 0, 0, 0);
+      if (!live || x >= c.inner) continue;
+      const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      const bool half = (off & 2) != 0;
+      uint4 v;
+      switch (off >> 2) {
+        case 0: v = extract<0>(w, half); break;
+        case 1: v = extract<1>(w, half); break;
+        case 2: v = extract<2>(w, half); break;
+        default: v = extract<3>(w, half); break;
+      }
+      // Past the row's end (up to the vector's): zeros, not the next row.
+      const int64_t valid = c.inner - x;
+      if (valid < 16) {
+        uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int64_t bytes = valid - 4 * i;
+          if (bytes <= 0) u[i] = 0;
+          else if (bytes < 4) u[i] &= 0xffffu;  // the word's low element is the row's last
+        }
+        v = make_uint4(u[0], u[1], u[2], u[3]);
+      }
+      *reinterpret_cast<uint4*>(out + x) = v;
+    }
+  }
+}
+
 int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+// The row copy's launch, or false where it does not apply: both sides
+// contiguous along the same dimension (the copy keeps the layout), every
+// destination row 16-byte aligned.
+bool launch_rows(const void* src, Strides3 ss, void* dst, Strides3 ds, int64_t batch, int64_t rows, int64_t cols,
+                 int elem, int num_sms, cudaStream_t stream) {
+  const bool along_c = ss.c == 1 && ds.c == 1, along_r = ss.r == 1 && ds.r == 1;
+  if (!along_c && !along_r) return false;
+  RowCopy c;
+  c.src = static_cast<const char*>(src);
+  c.dst = static_cast<char*>(dst);
+  c.src_b = ss.b * elem, c.dst_b = ds.b * elem;
+  c.src_o = (along_c ? ss.r : ss.c) * elem, c.dst_o = (along_c ? ds.r : ds.c) * elem;
+  c.outer = along_c ? rows : cols;
+  c.rows = c.outer * batch;
+  c.inner = (along_c ? cols : rows) * elem;
+  const auto aligned = [](int64_t v) { return v % 16 == 0; };
+  if (reinterpret_cast<uintptr_t>(dst) % 16 != 0 || reinterpret_cast<uintptr_t>(src) % elem != 0) return false;
+  if ((c.outer > 1 && !aligned(c.dst_o)) || (batch > 1 && !aligned(c.dst_b))) return false;
+  const int64_t vectors = (c.inner + 15) / 16;
+  int width = 1;
+  while (width < 32 && width < vectors) width *= 2;
+  const int64_t threads = c.rows * width;
+  const int64_t cap = static_cast<int64_t>(num_sms > 0 ? num_sms : 1) * 8;  // 8 blocks of 256 per SM, then loop
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(cap, (threads + 255) / 256))), block(256);
+  switch (width) {
+    case 1: stage_rows_kernel<1><<<grid, block, 0, stream>>>(c); break;
+    case 2: stage_rows_kernel<2><<<grid, block, 0, stream>>>(c); break;
+    case 4: stage_rows_kernel<4><<<grid, block, 0, stream>>>(c); break;
+    case 8: stage_rows_kernel<8><<<grid, block, 0, stream>>>(c); break;
+    case 16: stage_rows_kernel<16><<<grid, block, 0, stream>>>(c); break;
+    default: stage_rows_kernel<32><<<grid, block, 0, stream>>>(c); break;
+  }
+  return true;
+}
 
 template <class Bits>
 const char* launch(const void* src, Strides3 ss, void* dst, Strides3 ds, int64_t batch, int64_t rows, int64_t cols,
@@ -80,6 +198,9 @@ const char* stage_copy(const StageCopy& c, int num_sms, cudaStream_t stream) {
   if (c.batch <= 0 || c.rows <= 0 || c.cols <= 0) return nullptr;
   const Strides3 ss{c.src_batch_stride, c.src_row_stride, c.src_col_stride};
   const Strides3 ds{c.dst_batch_stride, c.dst_row_stride, c.dst_col_stride};
+  if (c.elem_bytes == 2 || c.elem_bytes == 4) {
+    if (launch_rows(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, c.elem_bytes, num_sms, stream)) return nullptr;
+  }
   switch (c.elem_bytes) {
     case 2: return launch<uint16_t>(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, num_sms, stream);
     case 4: return launch<uint32_t>(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, num_sms, stream);

@@ -33,9 +33,10 @@ constexpr int64_t kMaxForcedSmallDim = 128;
 
 // The configurations, by name: "<BM>x128sk<S>[c][deep]" -- a block height
 // (16, 32, 64 rows; below M several row tiles run side by side and read B
-// from HBM once, from L2 again), K cut into S slices (the slice count is
-// lowered to the k-blocks, never raised), their partials reduced through a
-// 2-8 CTA cluster ("c", sm_90a builds on a 9.0 GPU) or else a workspace, and
+// from HBM once, from L2 again), K cut into S slices (1 to 32; the slice
+// count is lowered to the k-blocks, never raised), their partials reduced
+// through a 2-8 CTA cluster ("c", sm_90a builds on a 9.0 GPU) or else a
+// workspace, and
 // the 7-stage pipeline ("deep", one CTA per SM; never picked by the rules:
 // opt-in until measured).  The reported name adds the dtype, the caller's
 // layout and "_swap" for a small N run as C^T (skinny_config_name).
@@ -49,7 +50,8 @@ struct Variant {
   bool deep = false;
 };
 constexpr int kBlockHeights[3] = {16, 32, 64};
-constexpr int kSplits[4] = {1, 2, 4, 8};
+constexpr int kSplits[6] = {1, 2, 4, 8, 16, 32};
+constexpr int kMaxClusterSplits = 8;  // a portable cluster
 
 std::string variant_name(const Variant& v) {
   return std::to_string(v.bm) + "x128sk" + std::to_string(v.splits) + (v.cluster ? "c" : "") + (v.deep ? "deep" : "");
@@ -60,7 +62,7 @@ const std::vector<Variant>& variants() {
     std::vector<Variant> out;
     for (int bm : kBlockHeights)
       for (int s : kSplits)
-        for (int c = 0; c < (s > 1 ? 2 : 1); ++c)
+        for (int c = 0; c < (s > 1 && s <= kMaxClusterSplits ? 2 : 1); ++c)
           for (int deep = 0; deep < 2; ++deep) out.push_back(Variant{bm, s, c == 1, deep == 1});
     return out;
   }();
@@ -124,10 +126,23 @@ bool operand_ok(const void* ptr, int64_t ld, int64_t rows, int64_t batch_stride,
 // power of two <= 8 with tiles * S <= 1.2 * SMs, each slice >= 4 k-blocks.
 // (N = 4096, M = 16: S = 4, 128 CTAs: 0.96-1.00x cuBLAS; S = 8 lost 20%,
 // S = 1, 2 lost 15-50%.  N = 14336: S = 1, 112 CTAs.)
+//
+// An A read along M (a_kmajor false: the LoRA weight gradients dW = dY^T X,
+// TN, and the swapped NN / TN products with a small N) wants more slices:
+// its k-block of BM x 64 is BM-element (32-byte) rows, fetched in short
+// pieces, and a CTA keeps too few bytes in flight.  Measured (H200, bf16,
+// tuning pass of 522e76c, every S forced): S doubled halved the time up to
+// two CTAs per SM -- 8 x 4096 x 16384 TN 66 / 45 us at S = 4 / 8 (cuBLAS
+// 46), 16 x 768 x 12608 TN 51 / 30 at S = 4 / 8 (cuBLAS 15), 14336 x 16 x
+// 8192 TN 110 / 75 at S = 1 / 2 (cuBLAS 68) -- and the workspace reduction
+// beat the cluster one there (45 against 80 us at S = 8).  So for such an A:
+// S up to 32 while tiles * S <= 2.4 x SMs, through the workspace (build).
 int auto_splits(int64_t tiles, int64_t k_blocks, const Launch& l, const DeviceInfo& dev) {
-  const int64_t budget = std::max<int64_t>(1, (12 * static_cast<int64_t>(std::max(dev.num_sms, 1))) / 10);
+  const int64_t sms = std::max(dev.num_sms, 1);
+  const int64_t budget = std::max<int64_t>(1, ((l.a_kmajor ? 12 : 24) * sms) / 10);
+  const int cap = l.a_kmajor ? 8 : 32;
   int splits = 1;
-  while (splits < 8 && tiles * splits * 2 <= budget && k_blocks >= 4 * splits * 2) splits *= 2;
+  while (splits < cap && tiles * splits * 2 <= budget && k_blocks >= 4 * splits * 2) splits *= 2;
   // A K-major B (x @ W.T) read by fewer, longer slices measured slower for
   // BM = 16 (cluster reduction) on an H200 (4.8 TB/s): N = 14336, M <= 16:
   // 0.86-0.88x at S = 1 against 0.92-0.93x at S = 2 (but M = 32: 0.94x at
@@ -197,10 +212,11 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, const Variant
   q.k_blocks_per_split = static_cast<int>(ceil_div(k_blocks, splits));
   q.splits = static_cast<int>(ceil_div(k_blocks, q.k_blocks_per_split));  // no empty slice
   // Cluster reduction (sm_90a) needs S in {2, 4, 8}.  The rules use it for
-  // BM <= 32 only: BM = 64 measured better through the workspace
-  // (0.77-0.80x vs 0.70-0.75x at N = 4096).
+  // BM <= 32 and a K-major A only: BM = 64 measured better through the
+  // workspace (0.77-0.80x vs 0.70-0.75x at N = 4096), and so did an A read
+  // along M (auto_splits).
   const bool cluster_size = q.splits == 2 || q.splits == 4 || q.splits == 8;
-  q.cluster_reduce = use_clusters(dev) && cluster_size && (v.bm > 0 ? v.cluster : l.bm <= 32);
+  q.cluster_reduce = use_clusters(dev) && cluster_size && (v.bm > 0 ? v.cluster : l.bm <= 32 && l.a_kmajor);
   if (v.bm > 0 && v.cluster != q.cluster_reduce) return false;
   if (ceil_div(q.M, l.bm) * q.splits > kMaxInt) return false;
   // One row tile and disjoint K slices: each element of B is read once
