@@ -62,17 +62,21 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
 // vector of a destination row and builds it from the two aligned 16-byte
 // chunks of the source that cover it (its own, and its neighbour's through a
 // shuffle), so that a source row starting anywhere is still read 16 bytes at
-// a time.  A row goes to `kWidth` lanes (a power of two up to 32: its vector
-// count rounded up), several rows to a warp when they are short; a long row
-// is walked 32 vectors at a time.
+// a time.  A row is cut into segments of `kWidth` lanes (a power of two up to
+// 32: the row's vector count rounded up), several rows to a warp when they
+// are short; the warps take (row, segment) tasks kUnroll at a time, so that
+// each lane has that many loads in flight.
 struct RowCopy {
   const char* src = nullptr;
   char* dst = nullptr;
   int64_t src_b = 0, src_o = 0, dst_b = 0, dst_o = 0;  // byte strides of a batch and of a row
   int64_t outer = 0;                                   // rows per batch
-  int64_t rows = 0;                                    // batch * outer
   int64_t inner = 0;                                   // bytes per row
+  int64_t segments = 0;                                // per row (1 unless the width is 32)
+  int64_t tasks = 0;                                   // batch * outer * segments
 };
+
+constexpr int kUnroll = 2;
 
 // The 16 bytes at byte offset 4 * kQ (+ 2 when `half`) of the 32 in w.
 template <int kQ>
@@ -83,57 +87,82 @@ __device__ __forceinline__ uint4 extract(const uint32_t (&w)[8], bool half) {
   return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
+__device__ __forceinline__ uint4 shifted(const uint4& lo, const uint4& hi, int off) {
+  const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const bool half = (off & 2) != 0;
+  switch (off >> 2) {
+    case 0: return extract<0>(w, half);
+    case 1: return extract<1>(w, half);
+    case 2: return extract<2>(w, half);
+    default: return extract<3>(w, half);
+  }
+}
+
+// q / d and its remainder, in 32 bits where both fit (the common case).
+__device__ __forceinline__ int64_t div_rem(int64_t q, int64_t d, int64_t* rem) {
+  if ((q | d) <= 0xffffffffLL) {
+    const uint32_t a = static_cast<uint32_t>(q), b = static_cast<uint32_t>(d), r = a / b;
+    *rem = a - r * b;
+    return r;
+  }
+  const int64_t r = q / d;
+  *rem = q - r * d;
+  return r;
+}
+
 template <int kWidth>
 __global__ void __launch_bounds__(256) stage_rows_kernel(RowCopy c) {
-  constexpr int kRowsPerWarp = 32 / kWidth;
+  constexpr int kTasksPerWarp = 32 / kWidth;
   const int lane = threadIdx.x & 31, j = lane % kWidth;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
-  const int64_t segment_bytes = 16 * kWidth;
-  const int64_t segments = (c.inner + segment_bytes - 1) / segment_bytes;  // 1 unless kWidth == 32
   // Every lane runs the same iterations: the shuffles take the whole warp.
-  for (int64_t base = warp * kRowsPerWarp; base < c.rows; base += warps * kRowsPerWarp) {
-    const int64_t r = base + lane / kWidth;
-    const bool live = r < c.rows;
-    const int64_t b = live ? r / c.outer : 0, o = live ? r - b * c.outer : 0;
-    const char* row = c.src + b * c.src_b + o * c.src_o;
-    char* out = c.dst + b * c.dst_b + o * c.dst_o;
-    const uintptr_t last = reinterpret_cast<uintptr_t>(row) + c.inner - 1;
-    const int off = static_cast<int>(reinterpret_cast<uintptr_t>(row) & 15);
-    for (int64_t s = 0; s < segments; ++s) {
-      const int64_t x = (s * kWidth + j) * 16;  // this lane's vector in the row, in bytes
-      const uintptr_t chunk = (reinterpret_cast<uintptr_t>(row) + x) & ~uintptr_t{15};
-      uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-      if (live && chunk <= last) lo = *reinterpret_cast<const uint4*>(chunk);
-      hi.x = __shfl_down_sync(0xffffffffu, lo.x, 1, kWidth);
-      hi.y = __shfl_down_sync(0xffffffffu, lo.y, 1, kWidth);
-      hi.z = __shfl_down_sync(0xffffffffu, lo.z, 1, kWidth);
-      hi.w = __shfl_down_sync(0xffffffffu, lo.w, 1, kWidth);
-      if (j == kWidth - 1)  // the last lane reads the chunk after its own
-        hi = live && off != 0 && chunk + 16 <= last ? *reinterpret_cast<const uint4*>(chunk + 16) : make_uint4(0, 0, 0, 0);
-      if (!live || x >= c.inner) continue;
-      const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-      const bool half = (off & 2) != 0;
-      uint4 v;
-      switch (off >> 2) {
-        case 0: v = extract<0>(w, half); break;
-        case 1: v = extract<1>(w, half); break;
-        case 2: v = extract<2>(w, half); break;
-        default: v = extract<3>(w, half); break;
-      }
+  for (int64_t base = warp * kTasksPerWarp * kUnroll; base < c.tasks; base += warps * kTasksPerWarp * kUnroll) {
+    uint4 lo[kUnroll], hi[kUnroll];
+    int64_t x[kUnroll];
+    char* out[kUnroll];
+    int off[kUnroll];
+    bool live[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t t = base + u * kTasksPerWarp + lane / kWidth;
+      live[u] = t < c.tasks;
+      int64_t seg = 0, o = 0;
+      const int64_t r = live[u] ? (kWidth == 32 ? div_rem(t, c.segments, &seg) : t) : 0;  // batch * outer + row
+      const int64_t b = div_rem(r, c.outer, &o);
+      const char* row = c.src + b * c.src_b + o * c.src_o;
+      out[u] = c.dst + b * c.dst_b + o * c.dst_o;
+      x[u] = (seg * kWidth + j) * 16;  // this lane's vector in the row, in bytes
+      off[u] = static_cast<int>(reinterpret_cast<uintptr_t>(row) & 15);
+      const uintptr_t chunk = (reinterpret_cast<uintptr_t>(row) + x[u]) & ~uintptr_t{15};
+      const uintptr_t last = reinterpret_cast<uintptr_t>(row) + c.inner - 1;
+      lo[u] = live[u] && chunk <= last ? *reinterpret_cast<const uint4*>(chunk) : make_uint4(0, 0, 0, 0);
+      // The segment's last lane reads the chunk after its own.
+      hi[u] = j == kWidth - 1 && live[u] && off[u] != 0 && chunk + 16 <= last
+                  ? *reinterpret_cast<const uint4*>(chunk + 16) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint4 next = make_uint4(__shfl_down_sync(0xffffffffu, lo[u].x, 1, kWidth),
+                                    __shfl_down_sync(0xffffffffu, lo[u].y, 1, kWidth),
+                                    __shfl_down_sync(0xffffffffu, lo[u].z, 1, kWidth),
+                                    __shfl_down_sync(0xffffffffu, lo[u].w, 1, kWidth));
+      if (j != kWidth - 1) hi[u] = next;
+      if (!live[u] || x[u] >= c.inner) continue;
+      uint4 v = shifted(lo[u], hi[u], off[u]);
       // Past the row's end (up to the vector's): zeros, not the next row.
-      const int64_t valid = c.inner - x;
+      const int64_t valid = c.inner - x[u];
       if (valid < 16) {
-        uint32_t u[4] = {v.x, v.y, v.z, v.w};
+        uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int64_t bytes = valid - 4 * i;
-          if (bytes <= 0) u[i] = 0;
-          else if (bytes < 4) u[i] &= 0xffffu;  // the word's low element is the row's last
+          if (bytes <= 0) w[i] = 0;
+          else if (bytes < 4) w[i] &= 0xffffu;  // the word's low element is the row's last
         }
-        v = make_uint4(u[0], u[1], u[2], u[3]);
+        v = make_uint4(w[0], w[1], w[2], w[3]);
       }
-      *reinterpret_cast<uint4*>(out + x) = v;
+      *reinterpret_cast<uint4*>(out[u] + x[u]) = v;
     }
   }
 }
@@ -153,7 +182,6 @@ bool launch_rows(const void* src, Strides3 ss, void* dst, Strides3 ds, int64_t b
   c.src_b = ss.b * elem, c.dst_b = ds.b * elem;
   c.src_o = (along_c ? ss.r : ss.c) * elem, c.dst_o = (along_c ? ds.r : ds.c) * elem;
   c.outer = along_c ? rows : cols;
-  c.rows = c.outer * batch;
   c.inner = (along_c ? cols : rows) * elem;
   const auto aligned = [](int64_t v) { return v % 16 == 0; };
   if (reinterpret_cast<uintptr_t>(dst) % 16 != 0 || reinterpret_cast<uintptr_t>(src) % elem != 0) return false;
@@ -161,7 +189,9 @@ bool launch_rows(const void* src, Strides3 ss, void* dst, Strides3 ds, int64_t b
   const int64_t vectors = (c.inner + 15) / 16;
   int width = 1;
   while (width < 32 && width < vectors) width *= 2;
-  const int64_t threads = c.rows * width;
+  c.segments = (vectors + width - 1) / width;
+  c.tasks = c.outer * batch * c.segments;
+  const int64_t threads = (c.tasks + kUnroll - 1) / kUnroll * width;
   const int64_t cap = static_cast<int64_t>(num_sms > 0 ? num_sms : 1) * 8;  // 8 blocks of 256 per SM, then loop
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(cap, (threads + 255) / 256))), block(256);
   switch (width) {
