@@ -63,8 +63,8 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
 // chunks of the source that cover it (its own, and its neighbour's through a
 // shuffle), so that a source row starting anywhere is still read 16 bytes at
 // a time.  A row is cut into segments of `kWidth` lanes (a power of two up to
-// 32: the row's vector count rounded up), several rows to a warp when they
-// are short; the warps take (row, segment) tasks kUnroll at a time, so that
+// 32, launch_rows picks it), several segments to a warp when they are
+// narrow; the warps take (row, segment) tasks kUnroll at a time, so that
 // each lane has that many loads in flight.
 struct RowCopy {
   const char* src = nullptr;
@@ -72,7 +72,7 @@ struct RowCopy {
   int64_t src_b = 0, src_o = 0, dst_b = 0, dst_o = 0;  // byte strides of a batch and of a row
   int64_t outer = 0;                                   // rows per batch
   int64_t inner = 0;                                   // bytes per row
-  int64_t segments = 0;                                // per row (1 unless the width is 32)
+  int64_t segments = 0;                                // per row
   int64_t tasks = 0;                                   // batch * outer * segments
 };
 
@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(256) stage_rows_kernel(RowCopy c) {
       const int64_t t = base + u * kTasksPerWarp + lane / kWidth;
       live[u] = t < c.tasks;
       int64_t seg = 0, o = 0;
-      const int64_t r = live[u] ? (kWidth == 32 ? div_rem(t, c.segments, &seg) : t) : 0;  // batch * outer + row
+      const int64_t r = live[u] ? (c.segments > 1 ? div_rem(t, c.segments, &seg) : t) : 0;  // batch * outer + row
       const int64_t b = div_rem(r, c.outer, &o);
       const char* row = c.src + b * c.src_b + o * c.src_o;
       out[u] = c.dst + b * c.dst_b + o * c.dst_o;
@@ -186,9 +186,17 @@ bool launch_rows(const void* src, Strides3 ss, void* dst, Strides3 ds, int64_t b
   const auto aligned = [](int64_t v) { return v % 16 == 0; };
   if (reinterpret_cast<uintptr_t>(dst) % 16 != 0 || reinterpret_cast<uintptr_t>(src) % elem != 0) return false;
   if ((c.outer > 1 && !aligned(c.dst_o)) || (batch > 1 && !aligned(c.dst_b))) return false;
+  // The width that leaves the fewest lanes idle (the widest of equals): a
+  // row of up to 32 vectors in one segment, a longer one in segments of 8,
+  // 16 or 32 lanes (33 vectors: 5 x 8 lanes, not 2 x 32).
   const int64_t vectors = (c.inner + 15) / 16;
   int width = 1;
   while (width < 32 && width < vectors) width *= 2;
+  if (vectors > 32) {
+    const auto lanes = [&](int w) { return (vectors + w - 1) / w * w; };
+    for (int w : {16, 8})
+      if (lanes(w) < lanes(width)) width = w;
+  }
   c.segments = (vectors + width - 1) / width;
   c.tasks = c.outer * batch * c.segments;
   const int64_t threads = (c.tasks + kUnroll - 1) / kUnroll * width;
