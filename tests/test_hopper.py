@@ -200,8 +200,8 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """Mirror of hopper.cu's swap_width() (None where stream-K is forced on
     or off: streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs
     swapped on 128 x W tiles (W columns of M, W in SWAP_WIDTHS: the fewest
-    weighted waves, each weighted W / 256 / 0.97, the narrowest of equals)
-    where those come >= 5% under wave_cost of the choice as called (or of
+    weighted waves, each weighted W / 256 / 0.97, the narrowest of equals;
+    at most 2 waves) where those come >= 5% under wave_cost of the choice as called (or of
     the 128x256 swap where swap_waves takes it, if lower); C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("128x144") or None."""
     if not swappable16(dtype, M, N, layout, batch) or streamk is not None:
@@ -216,8 +216,9 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     best, best_cost = None, cost_p * 95
     for w in SWAP_WIDTHS:
         weight = (w * 10000 + 256 * 97 // 2) // (256 * 97)
-        cost = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms()) * weight * 100
-        if cost < best_cost:
+        waves = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms())
+        cost = waves * weight * 100
+        if waves <= 2 and cost < best_cost:
             best, best_cost = f"128x{w}", cost
     return best
 
@@ -517,10 +518,10 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
 # against 112 of 128x256), 1792^2 (126 tiles of 128x200 against 98 of
 # 128x256, whose 128x192 alternative needs two waves), 824 rows at N = 4096
 # (128 tiles of 128x208; 200 columns would need 5 tile columns, 160 tiles),
-# 3000x5000 (520 tiles of 128x232, 4 waves at 0.93, against 4 waves of
-# 128x256 pairs).
+# 3000x2560 (260 tiles of 128x232, 2 waves at 0.93, against 2 waves of
+# 128x256).  No width takes more than 2 waves (3000^3: 4 of 128x144).
 SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
-                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 72, None)]
+                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 2560, 72, None)]
 # Forced (128x144sw ... 128x232sw): ragged M (the last tile's last 64-column
 # chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
 # per CTA.
@@ -542,7 +543,8 @@ def test_swap_width_default(monkeypatch, dtype, layout):
     assert swap_width(dtype, 1280, 4096, layout) == "128x160"
     assert swap_width(dtype, 777, 4096, layout) == "128x200"
     assert swap_width(dtype, 824, 4096, layout) == "128x208"
-    assert swap_width(dtype, 3000, 5000, layout) == "128x232"
+    assert swap_width(dtype, 3000, 2560, layout) == "128x232"
+    assert swap_width(dtype, 3000, 3000, layout) is None  # 128x144: 4 waves, more than 2
     # As called, by name
     a, b = make_operands(1536, 1536, 72, dtype, "cuda", layout)
     with monkeypatch.context() as m:

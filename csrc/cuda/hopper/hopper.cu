@@ -327,6 +327,16 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // priced so (split-K, stream-K, 128x64 tiles) or C cannot be stored by TMA;
 // where the 128x256 swap (swap_fills_waves) applies, the cheaper of the two
 // is the one to undercut.
+// Only widths whose tiles take at most kMaxSwapWidthWaves waves: over more,
+// the weights do not hold.  The H200's tuning pass (bf16, 37 GEMMs on which
+// the rule picked a width; each against the best of the whole tiles that
+// run as called, 128x256 / 192 / 128, ping-pong, clusters) measured every
+// width that ran in 1-2 waves at 0.80-1.00 of that time (NN 4096 x 1280 x
+// 5120 0.84, 514 x 5120 x 1280 0.80) and every one of 3-11 waves at 0.98-1.21
+// (NT 12608 x 1536 x 384 1.21, 6304 x 4096 x 1024 1.11, 4096 x 6400 x 1600
+// 1.06); the held-out NT 3000^3 ran 0.54x torch on 128x144sw (4 waves).
+constexpr int64_t kMaxSwapWidthWaves = 2;
+
 // Returns the tile, or Tile::k128x256 for none.  (128x144sw ... 128x232sw
 // by name: that width wherever the layout and C allow it.)  `pp`, `qq`: the
 // caller's problem and it swapped; `fills`: swap_fills_waves(pp, qq).
@@ -344,6 +354,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   int64_t best_cost = cost_p * 95;  // x100: at least 5% fewer weighted waves
   for (Tile t : kSwapWidths) {
     const int64_t tiles = ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch;
+    if (ceil_div(tiles, sms) > kMaxSwapWidthWaves) continue;
     const int64_t cost = ceil_div(tiles, sms) * swap_width_weight(t) * 100;
     if (cost < best_cost) {
       best = t;
