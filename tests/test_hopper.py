@@ -261,6 +261,9 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
             "sk" in tile or (layout == "TT" and M % 4) or (layout == "NN" and N % 4)):
         return expected_name(dtype, M, N, "NT", batch, K, streamk)
     sw = "sw" if dtype in HALF and swap_waves(dtype, M, N, layout, batch, K, streamk) else ""  # (tf32: unmarked)
+    if (not sw and tile == "128x256c2" and dtype in HALF and batch == 1 and 2 <= -(-K // 64) <= 20
+            and layout != "TT" and N % 8 == 0):
+        tile = "128x128pp"  # hopper.cu's low_k_pingpong: few k-blocks, not TT, C rows 16-byte aligned
     return f"sm90_{TAG[dtype]}_{tile}{sw}_{layout.lower()}"
 
 

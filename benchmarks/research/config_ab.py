@@ -4,11 +4,12 @@ old choice's kernel name, bf16), the default choice, the old one forced by
 name (TILED_CONFIG) and torch.matmul, in interleaved rounds of do_bench
 medians (L2 flushed), in bf16 and fp16, each output checked against float64.
 
-    python benchmarks/research/config_ab.py CASES.json OUT.json
+    python benchmarks/research/config_ab.py CASES.json OUT.json [--dtypes bf16,fp16] [--rounds 5]
 
 Used for the mid-size one-slab rule (docs/hopper.md, round 25): the cases
 were the corpus GEMMs whose kernel name changed between the host drivers
 (tests/host/dispatch_choice.cpp) of the two source trees."""
+import argparse
 import json
 import os
 import sys
@@ -18,13 +19,10 @@ import torch  # noqa: E402
 
 from torch_tiled_gemm import bench, tune  # noqa: E402
 
-ROUNDS = 5
-
-
-def main(cases_path, out_path):
+def main(cases_path, out_path, dtypes=("bf16", "fp16"), rounds=5):
     cases = json.load(open(cases_path))
     out = []
-    for dname in ("bf16", "fp16"):
+    for dname in dtypes:
         dt = bench.DTYPES[dname]
         for c in cases:
             a, b = bench.operands(c["M"], c["N"], c["K"], dt, c["layout"], "cuda", c["batch"])
@@ -36,7 +34,7 @@ def main(cases_path, out_path):
             err = bench.rel_err(torch.ops.tiled.gemm(a, b), ref)
             torch_err = bench.rel_err(torch.matmul(a, b), ref)
             ms = {"new": [], "old": [], "torch": []}
-            for r in range(ROUNDS):
+            for r in range(rounds):
                 for k in (["new", "old", "torch"] * 2)[r % 3: r % 3 + 3]:
                     if k == "torch":
                         ms[k].append(bench.time_ms(lambda: torch.matmul(a, b), "cuda"))
@@ -53,4 +51,10 @@ def main(cases_path, out_path):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cases")
+    ap.add_argument("out")
+    ap.add_argument("--dtypes", default="bf16,fp16")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    main(args.cases, args.out, args.dtypes.split(","), args.rounds)

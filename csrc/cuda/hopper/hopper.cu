@@ -761,6 +761,25 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
   return true;
 }
 
+// A 16-bit problem of few k-blocks whose rules' choice as called is 128x256
+// in 2-CTA clusters runs ping-pong 128x128 tiles without clusters: with so
+// short a mainloop the cooperative tile's epilogue is a large share of its
+// time, and ping-pong overlaps one warpgroup's with the other's mainloop.
+// Measured in the H200's tuning pass (bf16, 135 GEMMs whose rules' choice
+// was 128x256c2): at K = 128 ... 1280 (2-20 k-blocks) 128x128pp ran 4-16%
+// faster on 25 of 28 non-batched ones (NN 8192 x 8192 x 256 1.12, NT 16384 x
+// 4096 x 512 1.15, TN 4096 x 4096 x 1024 1.10), the losses a TT (8192^2 x
+// 1000 0.79) and two C whose rows are not 16-byte aligned (N = 50257,
+// 30522); from K = 2048 they were even (0.98-1.07), from 3072 slower.  (Not
+// for batches: attention products at K = 64-128 were even.)
+bool low_k_pingpong(const GemmProblem& p, const Choice& c) {
+  const int64_t k_blocks = ceil_div(p.K, 64);
+  const bool tt = !p.a.row_major() && !p.b.row_major();
+  return p.dtype != DType::f32 && p.batch == 1 && k_blocks >= 2 && k_blocks <= 20 && !tt && c_tma_ok(p, 2) &&
+         c.tile == Tile::k128x256 && c.cluster == 2 && !c.pingpong && c.split_k <= 1 && c.sk_tiles == 0 &&
+         !c.c_trans && c.slab == 0;
+}
+
 // The rules' choice (plan without a forced configuration).
 bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice) {
   const bool nn = tf32_swapped(caller), tf32_nt = tf32_nt_swap_wanted(caller);
@@ -787,7 +806,10 @@ bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* l
     if (swapped(Tile::k128x256, 0)) return true;
     if (nn) return false;  // NN has no unswapped form: dispatch stages an operand
   }
-  if (!plan_as(pp, false, choice)) return false;
+  Choice c;
+  if (!plan_as(pp, false, &c)) return false;
+  if (low_k_pingpong(caller, c) && plan_named(caller, dev, "128x128pp", launched, choice)) return true;
+  if (choice) *choice = c;
   if (launched) *launched = caller;
   return true;
 }
