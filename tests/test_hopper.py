@@ -200,8 +200,8 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """Mirror of hopper.cu's swap_width() (None where stream-K is forced on
     or off: streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs
     swapped on 128 x W tiles (W columns of M, W in SWAP_WIDTHS: the fewest
-    weighted waves, each weighted W / 256 / 0.97, the narrowest of equals;
-    at most 2 waves) where those come >= 5% under wave_cost of the choice as called (or of
+    weighted waves, each weighted W / 256 / 0.97, the narrowest of equals)
+    where those come >= 5% under wave_cost of the choice as called (or of
     the 128x256 swap where swap_waves takes it, if lower); C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("128x144") or None."""
     if not swappable16(dtype, M, N, layout, batch) or streamk is not None:
@@ -216,9 +216,8 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     best, best_cost = None, cost_p * 95
     for w in SWAP_WIDTHS:
         weight = (w * 10000 + 256 * 97 // 2) // (256 * 97)
-        waves = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms())
-        cost = waves * weight * 100
-        if waves <= 2 and cost < best_cost:
+        cost = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms()) * weight * 100
+        if cost < best_cost:
             best, best_cost = f"128x{w}", cost
     return best
 
@@ -252,6 +251,8 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     one_slab = slab and mid_slab_width(dtype, M, N, layout, batch, K, streamk)
     if one_slab:
         return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
+    if low_k_pingpong(dtype, M, N, layout, batch, K, streamk):
+        return f"sm90_{TAG[dtype]}_128x128pp_{layout.lower()}"
     width = swap_width(dtype, M, N, layout, batch, K, streamk)
     if width:
         return f"sm90_{TAG[dtype]}_{width}sw_{layout.lower()}"
@@ -261,10 +262,15 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
             "sk" in tile or (layout == "TT" and M % 4) or (layout == "NN" and N % 4)):
         return expected_name(dtype, M, N, "NT", batch, K, streamk)
     sw = "sw" if dtype in HALF and swap_waves(dtype, M, N, layout, batch, K, streamk) else ""  # (tf32: unmarked)
-    if (not sw and tile == "128x256c2" and dtype in HALF and batch == 1 and 2 <= -(-K // 64) <= 20
-            and layout != "TT" and N % 8 == 0):
-        tile = "128x128pp"  # hopper.cu's low_k_pingpong: few k-blocks, not TT, C rows 16-byte aligned
     return f"sm90_{TAG[dtype]}_{tile}{sw}_{layout.lower()}"
+
+
+def low_k_pingpong(dtype, M, N, layout, batch, K, streamk):
+    """Mirror of hopper.cu's low_k_pingpong (for a fresh, contiguous C): a
+    16-bit problem of 2-20 k-blocks, not batched, not TT, N a multiple of 8,
+    whose choice as called is 128x256c2."""
+    return (dtype in HALF and batch == 1 and 2 <= -(-K // 64) <= 20 and layout != "TT" and N % 8 == 0
+            and streamk is None and expected_tile(M, N, batch, dtype, K, streamk) == "128x256c2")
 
 
 # Shapes that select each tile config (on a 132-SM H100/H200).
@@ -521,10 +527,10 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
 # against 112 of 128x256), 1792^2 (126 tiles of 128x200 against 98 of
 # 128x256, whose 128x192 alternative needs two waves), 824 rows at N = 4096
 # (128 tiles of 128x208; 200 columns would need 5 tile columns, 160 tiles),
-# 3000x2560 (260 tiles of 128x232, 2 waves at 0.93, against 2 waves of
-# 128x256).  No width takes more than 2 waves (3000^3: 4 of 128x144).
+# 3000x5000 (520 tiles of 128x232, 4 waves at 0.93, against 4 waves of
+# 128x256 pairs).
 SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
-                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 2560, 72, None)]
+                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 72, None)]
 # Forced (128x144sw ... 128x232sw): ragged M (the last tile's last 64-column
 # chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
 # per CTA.
@@ -546,8 +552,7 @@ def test_swap_width_default(monkeypatch, dtype, layout):
     assert swap_width(dtype, 1280, 4096, layout) == "128x160"
     assert swap_width(dtype, 777, 4096, layout) == "128x200"
     assert swap_width(dtype, 824, 4096, layout) == "128x208"
-    assert swap_width(dtype, 3000, 2560, layout) == "128x232"
-    assert swap_width(dtype, 3000, 3000, layout) is None  # 128x144: 4 waves, more than 2
+    assert swap_width(dtype, 3000, 5000, layout) == "128x232"
     # As called, by name
     a, b = make_operands(1536, 1536, 72, dtype, "cuda", layout)
     with monkeypatch.context() as m:

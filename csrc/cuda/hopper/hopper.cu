@@ -327,16 +327,6 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // priced so (split-K, stream-K, 128x64 tiles) or C cannot be stored by TMA;
 // where the 128x256 swap (swap_fills_waves) applies, the cheaper of the two
 // is the one to undercut.
-// Only widths whose tiles take at most kMaxSwapWidthWaves waves: over more,
-// the weights do not hold.  The H200's tuning pass (bf16, 37 GEMMs on which
-// the rule picked a width; each against the best of the whole tiles that
-// run as called, 128x256 / 192 / 128, ping-pong, clusters) measured every
-// width that ran in 1-2 waves at 0.80-1.00 of that time (NN 4096 x 1280 x
-// 5120 0.84, 514 x 5120 x 1280 0.80) and every one of 3-11 waves at 0.98-1.21
-// (NT 12608 x 1536 x 384 1.21, 6304 x 4096 x 1024 1.11, 4096 x 6400 x 1600
-// 1.06); the held-out NT 3000^3 ran 0.54x torch on 128x144sw (4 waves).
-constexpr int64_t kMaxSwapWidthWaves = 2;
-
 // Returns the tile, or Tile::k128x256 for none.  (128x144sw ... 128x232sw
 // by name: that width wherever the layout and C allow it.)  `pp`, `qq`: the
 // caller's problem and it swapped; `fills`: swap_fills_waves(pp, qq).
@@ -354,7 +344,6 @@ constexpr int64_t kMaxSwapWidthWaves = 2;
   int64_t best_cost = cost_p * 95;  // x100: at least 5% fewer weighted waves
   for (Tile t : kSwapWidths) {
     const int64_t tiles = ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch;
-    if (ceil_div(tiles, sms) > kMaxSwapWidthWaves) continue;
     const int64_t cost = ceil_div(tiles, sms) * swap_width_weight(t) * 100;
     if (cost < best_cost) {
       best = t;
@@ -761,8 +750,10 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
   return true;
 }
 
-// A 16-bit problem of few k-blocks whose rules' choice as called is 128x256
-// in 2-CTA clusters runs ping-pong 128x128 tiles without clusters: with so
+// A 16-bit problem of few k-blocks whose choice as called is 128x256 in
+// 2-CTA clusters runs ping-pong 128x128 tiles without clusters (before the
+// swapped widths are considered: the A/B below measured those at 0.90-1.02
+// where this gives 1.01-1.11): with so
 // short a mainloop the cooperative tile's epilogue is a large share of its
 // time, and ping-pong overlaps one warpgroup's with the other's mainloop.
 // Measured in the H200's tuning pass (bf16, 135 GEMMs whose rules' choice
@@ -771,7 +762,13 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
 // 4096 x 512 1.15, TN 4096 x 4096 x 1024 1.10), the losses a TT (8192^2 x
 // 1000 0.79) and two C whose rows are not 16-byte aligned (N = 50257,
 // 30522); from K = 2048 they were even (0.98-1.07), from 3072 slower.  (Not
-// for batches: attention products at K = 64-128 were even.)
+// for batches: attention products at K = 64-128 were even.)  The rule
+// against the kernels it replaced (benchmarks/research/config_ab.py, table
+// off, 3 rounds; explore/rules-ab-*-499d031.json): 40 of 43 GEMMs faster,
+// 0.955 -> 1.066x torch in geomean, none below 0.97 (27 before), e.g. TN
+// 256000 x 2048 x 512 0.93 -> 1.17, NT 12608 x
+// 1536 x 384 (128x144sw) 0.90 -> 1.11; slower NT 16384 x 8192 x 96 1.04 ->
+// 1.01, NN 3000 x 5120 x 1280 (128x232sw) 1.00 -> 0.98.
 bool low_k_pingpong(const GemmProblem& p, const Choice& c) {
   const int64_t k_blocks = ceil_div(p.K, 64);
   const bool tt = !p.a.row_major() && !p.b.row_major();
@@ -800,16 +797,14 @@ bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* l
   }
   const int mid = mid_slab_width(pp);
   if (mid > 0 && swapped(Tile::k128x256, mid)) return true;
+  if (low_k_pingpong(caller, pp.choice()) && plan_named(caller, dev, "128x128pp", launched, choice)) return true;
   const Tile width = swap_width(pp, qq, fills);
   if (tile_swapped_only(width) && swapped(width, 0)) return true;
   if (nn || fills || tf32_nt) {
     if (swapped(Tile::k128x256, 0)) return true;
     if (nn) return false;  // NN has no unswapped form: dispatch stages an operand
   }
-  Choice c;
-  if (!plan_as(pp, false, &c)) return false;
-  if (low_k_pingpong(caller, c) && plan_named(caller, dev, "128x128pp", launched, choice)) return true;
-  if (choice) *choice = c;
+  if (!plan_as(pp, false, choice)) return false;
   if (launched) *launched = caller;
   return true;
 }
