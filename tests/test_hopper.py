@@ -528,9 +528,9 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
 # 128x256, whose 128x192 alternative needs two waves), 824 rows at N = 4096
 # (128 tiles of 128x208; 200 columns would need 5 tile columns, 160 tiles),
 # 3000x5000 (520 tiles of 128x232, 4 waves at 0.93, against 4 waves of
-# 128x256 pairs).
+# 128x256 pairs; K of 22 k-blocks: with fewer, low_k_pingpong comes first).
 SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
-                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 72, None)]
+                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 1400, None)]
 # Forced (128x144sw ... 128x232sw): ragged M (the last tile's last 64-column
 # chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
 # per CTA.
@@ -1170,6 +1170,21 @@ def test_cluster_tf32(monkeypatch, tf32, layout):
 
 def variant_name(dtype, variant, layout):
     return f"sm90_{TAG[dtype]}_{variant}_{layout.lower()}"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_few_k_blocks_pingpong(dtype, layout):
+    """hopper.cu's low_k_pingpong: 2-20 k-blocks where the choice as called
+    is 128x256 in 2-CTA clusters run ping-pong 128x128 tiles (not TT, not a
+    batch, not with 21 k-blocks), as the mirror says; results against float64."""
+    for M, N, K, batch in [(4096, 4096, 512, None), (4096, 4096, 1280, None), (4096, 4096, 1344, None),
+                           (4096, 4096, 512, 2), (6144, 4096, 96, None)]:
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        want = expected_name(dtype, M, N, layout, batch or 1, K)
+        few = 2 <= -(-K // 64) <= 20 and batch is None and layout != "TT"
+        assert want.endswith("_128x128pp_" + layout.lower()) == few, (M, N, K, batch, want)
+        check(a, b, dtype, bias=K % 3 == 0, name=want)
 
 
 @pytest.fixture
