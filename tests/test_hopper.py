@@ -684,7 +684,7 @@ def slab_rule(M, N, b_n_major, batch, rule, streamk):
         return None
     if rows > sms:
         waves = cdiv(rows, sms)
-        if M > 64 or rows * 10 < waves * sms * (6 if M <= 16 else 7) or (M > 32 and waves > 2):
+        if M > 64 or rows * 10 < waves * sms * (6 if M <= 16 else 7) or (M > 32 and waves > 2 and batch == 1):
             return None
         w = cdiv(M, 8) * 8
     elif sms // rows > 4:

@@ -83,10 +83,12 @@ bool hopper_family_on(const DeviceInfo& dev) {
 // 0.67 / 0.97, 2 x 64x4096x4096 NN 0.84 / 0.98, 4 x 64x4096x4096 NT 0.93 /
 // 1.01, 4 x 16x4096x4096 NT 0.95 / 1.01, 8 x 32x4096x4096 NT 0.98 / 1.04, but
 // 32 x 1x4096x128 NT 0.95 / 0.92 (two k-blocks a tile; explore
-// c8bd9da-batched-smallm).
+// c8bd9da-batched-smallm) -- that limit for 32 rows or fewer only: 33..64
+// (attention-style PV products, head dim 64) ran 4x faster on the one-slab
+// tiles at K = 128 too (384 x 128x64x128 NN 0.22 / 1.03, H200).
 bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
   if ((p.M > 64 && p.N > 64) || disabled("hopper")) return false;
-  if (p.batch != 1) return p.K >= 256 && hopper_one_slab(p, dev);
+  if (p.batch != 1) return (p.K >= 256 || std::min(p.M, p.N) > 32) && hopper_one_slab(p, dev);
   // A small N (the skinny kernel would run it swapped): the one-slab tiles
   // as called where they apply (NN, NT, TN: hopper.cu's
   // slab_width_as_called).

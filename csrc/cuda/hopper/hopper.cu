@@ -400,8 +400,14 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
     // 32x28672x4096 NT 0.94 / 1.01, 16x32000x4096 NT 1.01 / 1.08,
     // 8x128256x4096 NT 1.01 / 1.08, 1x14336x4096 NT 0.96 / 1.00 (explore
     // e47869d-slabwide*, afbfd75-bf16-slabwide-rule).
+    // (Not that last limit for a batch: there the alternative is the skinny
+    // kernel, and the one-slab tiles measured 3-4x faster on attention-style
+    // PV products, e.g. 128 x 512x64x512 NN: 0.35 -> 1.00x torch, 96 x
+    // 1024x64x1024 0.43 -> 1.03 on 64x64 as called; H200, table off,
+    // explore/dispatch-ab-NVIDIA-H200.json's batched_small_n.)
     const int64_t waves = ceil_div(rows, sms);
-    if (p.M > 64 || rows * 10 < waves * sms * (p.M <= 16 ? 6 : 7) || (p.M > 32 && waves > 2)) return 0;
+    if (p.M > 64 || rows * 10 < waves * sms * (p.M <= 16 ? 6 : 7) || (p.M > 32 && waves > 2 && p.batch == 1))
+      return 0;
     w = ceil_div(p.M, 8) * 8;
   } else {
     // At most 4 tile columns: narrower tiles re-read B^T's rows too often
