@@ -894,7 +894,8 @@ def test_slab_as_called_forced(monkeypatch, dtype, layout, width):
 def test_slab_as_called_over_skinny(monkeypatch, dtype):
     # Dispatch prefers the one-slab tiles as called to the skinny kernel
     # (which would run a small N swapped) where they apply: NN, NT, TN (not
-    # TT), batches from K = 256; no split, so the same bits every run.
+    # TT), batches from K = 256 (from 33 columns at any K, past two waves of
+    # tile rows too: attention PV products); no split, so the same bits every run.
     for M, N, K, batch, layout, want in ((4096, 64, 256, None, "NT", "64x32"), (4096, 32, 256, None, "NT", "64x16"),
                                          (14336, 16, 256, None, "NT", "64x16"), (4096, 64, 256, None, "NN", "64x64"),
                                          (4096, 16, 256, None, "NN", None), (4096, 48, 256, None, "NN", "64x64"),
@@ -904,7 +905,8 @@ def test_slab_as_called_over_skinny(monkeypatch, dtype):
                                          (4096, 64, 256, None, "TN", "64x64"), (8192, 64, 256, 2, "TN", "64x64"),
                                          (14336, 16, 256, None, "TN", None), (8192, 48, 256, None, "TN", "64x64"),
                                          (4096, 64, 256, None, "TT", None), (4096, 64, 256, 4, "NT", "64x64"),
-                                         (4096, 1, 128, 32, "NT", None)):
+                                         (4096, 1, 128, 32, "NT", None), (512, 64, 512, 128, "NN", "64x64"),
+                                         (128, 64, 128, 384, "NN", "64x64"), (128, 16, 128, 384, "NN", None)):
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         if want is None:
             assert kernel_name(a, b).startswith("skinny_"), (M, N, K, batch, layout)
