@@ -770,7 +770,7 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
 // 30522); from K = 2048 they were even (0.98-1.07), from 3072 slower.  (Not
 // for batches: attention products at K = 64-128 were even.)  The rule
 // against the kernels it replaced (benchmarks/research/config_ab.py, table
-// off, 3 rounds; explore/rules-ab-*-499d031.json): 40 of 43 GEMMs faster,
+// off, 3 rounds; explore/dispatch-ab-NVIDIA-H200.json): 40 of 43 GEMMs faster,
 // 0.955 -> 1.066x torch in geomean, none below 0.97 (27 before), e.g. TN
 // 256000 x 2048 x 512 0.93 -> 1.17, NT 12608 x
 // 1536 x 384 (128x144sw) 0.90 -> 1.11; slower NT 16384 x 8192 x 96 1.04 ->
