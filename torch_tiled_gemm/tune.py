@@ -138,8 +138,9 @@ def measure(entry, dname, rounds):
 def build_table(records):
     """{class key: (configuration, gain, worst, count, ratio rules -> chosen vs
     torch, the rules' configurations it was measured against or None)} for
-    the classes whose best configuration passes MIN_GAIN / MAX_LOSS.  Works from the kernels each record timed, so records of the
-    older format (candidates named by switches) count as well."""
+    the classes whose best configuration passes MIN_GAIN / MAX_LOSS.  Works
+    from the kernels each record timed, so records of the older format
+    (candidates named by switches) count as well."""
     by_key = {}
     for r in records:
         if r["ms"]:

@@ -33,18 +33,6 @@ Cache& cache() {
   return *c;
 }
 
-// The comma list `text` as names.
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> out;
-  size_t from = 0;
-  while (from <= text.size()) {
-    const size_t comma = std::min(text.find(',', from), text.size());
-    if (comma > from) out.push_back(text.substr(from, comma - from));
-    from = comma + 1;
-  }
-  return out;
-}
-
 // The lines of the file at `path` that parse, key -> entry (a later line
 // for the same key wins); empty when the file cannot be read.
 std::map<std::string, Entry> read_entries(const char* path) {
@@ -77,7 +65,11 @@ std::map<std::string, Entry> read_entries(const char* path) {
     // it was measured against.
     const size_t t3 = text.find('\t', t2 + 1);
     e.over.clear();
-    if (t3 != std::string::npos && text.compare(t3 + 1, 5, "over ") == 0) e.over = split_names(text.substr(t3 + 6));
+    if (t3 != std::string::npos && text.compare(t3 + 1, 5, "over ") == 0)
+      any_config_item(text.c_str() + t3 + 6, [&](const std::string& name) {
+        e.over.push_back(name);
+        return false;
+      });
   }
   std::fclose(f);
   return entries;

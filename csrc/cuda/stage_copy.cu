@@ -236,14 +236,10 @@ const char* stage_copy(const StageCopy& c, int num_sms, cudaStream_t stream) {
   if (c.batch <= 0 || c.rows <= 0 || c.cols <= 0) return nullptr;
   const Strides3 ss{c.src_batch_stride, c.src_row_stride, c.src_col_stride};
   const Strides3 ds{c.dst_batch_stride, c.dst_row_stride, c.dst_col_stride};
-  if (c.elem_bytes == 2 || c.elem_bytes == 4) {
-    if (launch_rows(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, c.elem_bytes, num_sms, stream)) return nullptr;
-  }
-  switch (c.elem_bytes) {
-    case 2: return launch<uint16_t>(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, num_sms, stream);
-    case 4: return launch<uint32_t>(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, num_sms, stream);
-    default: return "stage_copy: element size must be 2 or 4 bytes";
-  }
+  if (c.elem_bytes != 2 && c.elem_bytes != 4) return "stage_copy: element size must be 2 or 4 bytes";
+  if (launch_rows(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, c.elem_bytes, num_sms, stream)) return nullptr;
+  return c.elem_bytes == 2 ? launch<uint16_t>(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, num_sms, stream)
+                           : launch<uint32_t>(c.src, ss, c.dst, ds, c.batch, c.rows, c.cols, num_sms, stream);
 }
 
 }  // namespace cuda

@@ -313,6 +313,11 @@ constexpr int swap_width_index(Tile t) {
   return i;
 }
 constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 * 97 / 2) / (256 * 97); }
+// The caller's problem on swapped-only tiles `t` (128 rows of N by the
+// width's columns of M): weighted waves x 100.
+[[maybe_unused]] int64_t swap_width_cost(const GemmProblem& p, Tile t, int64_t sms) {
+  return ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch, sms) * swap_width_weight(t) * 100;
+}
 
 // A bf16/fp16 problem with a row-major A may run swapped on 128-row tiles of
 // N by 144, 160, 176, 200, 208, 224 or 232 columns of M (C^T = B^T A^T, whose B = A^T is then
@@ -343,8 +348,7 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   Tile best = Tile::k128x256;
   int64_t best_cost = cost_p * 95;  // x100: at least 5% fewer weighted waves
   for (Tile t : kSwapWidths) {
-    const int64_t tiles = ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch;
-    const int64_t cost = ceil_div(tiles, sms) * swap_width_weight(t) * 100;
+    const int64_t cost = swap_width_cost(p, t, sms);
     if (cost < best_cost) {
       best = t;
       best_cost = cost;
@@ -757,24 +761,24 @@ bool plan(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launche
 }
 
 // A 16-bit problem of few k-blocks whose choice as called is 128x256 in
-// 2-CTA clusters runs ping-pong 128x128 tiles without clusters (before the
-// swapped widths are considered: the A/B below measured those at 0.90-1.02
-// where this gives 1.01-1.11): with so
-// short a mainloop the cooperative tile's epilogue is a large share of its
-// time, and ping-pong overlaps one warpgroup's with the other's mainloop.
-// Measured in the H200's tuning pass (bf16, 135 GEMMs whose rules' choice
-// was 128x256c2): at K = 128 ... 1280 (2-20 k-blocks) 128x128pp ran 4-16%
-// faster on 25 of 28 non-batched ones (NN 8192 x 8192 x 256 1.12, NT 16384 x
-// 4096 x 512 1.15, TN 4096 x 4096 x 1024 1.10), the losses a TT (8192^2 x
-// 1000 0.79) and two C whose rows are not 16-byte aligned (N = 50257,
-// 30522); from K = 2048 they were even (0.98-1.07), from 3072 slower.  (Not
-// for batches: attention products at K = 64-128 were even.)  The rule
-// against the kernels it replaced (benchmarks/research/config_ab.py, table
-// off, 3 rounds; explore/dispatch-ab-NVIDIA-H200.json): 40 of 43 GEMMs faster,
-// 0.955 -> 1.066x torch in geomean, none below 0.97 (27 before), e.g. TN
-// 256000 x 2048 x 512 0.93 -> 1.17, NT 12608 x
-// 1536 x 384 (128x144sw) 0.90 -> 1.11; slower NT 16384 x 8192 x 96 1.04 ->
-// 1.01, NN 3000 x 5120 x 1280 (128x232sw) 1.00 -> 0.98.
+// 2-CTA clusters runs ping-pong 128x128 tiles without clusters, before the
+// swapped-only widths are considered (the A/B below measured those at
+// 0.90-1.02 where this gives 1.01-1.11): with so short a mainloop the
+// cooperative tile's epilogue is a large share of its time, and ping-pong
+// overlaps one warpgroup's with the other's mainloop.  Measured in the
+// H200's tuning pass (bf16, 135 GEMMs whose rules' choice was 128x256c2):
+// at K = 128 ... 1280 (2-20 k-blocks) 128x128pp ran 4-16% faster on 25 of 28
+// non-batched ones (NN 8192 x 8192 x 256 1.12, NT 16384 x 4096 x 512 1.15,
+// TN 4096 x 4096 x 1024 1.10), the losses a TT (8192^2 x 1000 0.79) and two
+// C whose rows are not 16-byte aligned (N = 50257, 30522); from K = 2048
+// they were even (0.98-1.07), from 3072 slower.  (Not for batches: attention
+// products at K = 64-128 were even.)  The rule against the kernels it
+// replaced (benchmarks/research/config_ab.py, table off, 3 rounds;
+// explore/dispatch-ab-NVIDIA-H200.json): 40 of 43 GEMMs faster, 0.955 ->
+// 1.066x torch in geomean, none below 0.97 (27 before), e.g. TN 256000 x
+// 2048 x 512 0.93 -> 1.17, NT 12608 x 1536 x 384 (128x144sw) 0.90 -> 1.11;
+// slower NT 16384 x 8192 x 96 1.04 -> 1.01, NN 3000 x 5120 x 1280
+// (128x232sw) 1.00 -> 0.98.
 bool low_k_pingpong(const GemmProblem& p, const Choice& c) {
   const int64_t k_blocks = ceil_div(p.K, 64);
   const bool tt = !p.a.row_major() && !p.b.row_major();
@@ -875,8 +879,7 @@ std::vector<std::string> hopper_config_list(const GemmProblem& p) {
 
 int64_t hopper_swap_width_cost(const GemmProblem& p, const DeviceInfo& dev, int width) {
   for (Tile t : kSwapWidths)
-    if (tile_bn(t) == width)
-      return ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, width) * p.batch, sm_count(dev)) * swap_width_weight(t) * 100;
+    if (tile_bn(t) == width) return swap_width_cost(p, t, sm_count(dev));
   return -1;
 }
 
