@@ -2,9 +2,11 @@
 import builtins
 import contextlib
 import ctypes
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 import torch
@@ -35,14 +37,34 @@ def build_host_driver(tmp_path_factory, name, sources):
     """Builds a host-only test driver from `sources` (paths under the repo)
     with nvcc against csrc/ as an sm_90a build (TILED_WITH_SM90A), no device
     code for a real GPU, so it runs in CI without one; skips where nvcc is
-    missing.  Returns the executable's path."""
+    missing.  Returns the executable's path.  Kept in the system's temporary
+    folder under a hash of the command and of every file under csrc/ and
+    tests/host/, so that later runs of the suite on the same sources (CI
+    runs it three times) reuse it instead of compiling it again."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not on PATH")
-    exe = str(tmp_path_factory.mktemp(name) / name)
-    cmd = [nvcc, "-std=c++17", "-DTILED_WITH_SM90A", "-I", os.path.join(ROOT, "csrc"), "-x", "cu",
-           *(os.path.join(ROOT, s) for s in sources), "-o", exe, "-gencode=arch=compute_90a,code=compute_90a"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    args = ["-std=c++17", "-DTILED_WITH_SM90A", "-I", "csrc", "-x", "cu", *sources,
+            "-gencode=arch=compute_90a,code=compute_90a"]  # (run in ROOT)
+    digest = hashlib.sha256(" ".join([nvcc, *args]).encode())
+    for top in ("csrc", os.path.join("tests", "host")):
+        for folder, dirs, files in sorted(os.walk(os.path.join(ROOT, top))):
+            dirs.sort()
+            for f in sorted(files):
+                path = os.path.join(folder, f)
+                digest.update(os.path.relpath(path, ROOT).encode())
+                with open(path, "rb") as fh:
+                    digest.update(fh.read())
+    cache = os.path.join(tempfile.gettempdir(), "torch_tiled_gemm-host-drivers", digest.hexdigest()[:16])
+    exe = os.path.join(cache, name)
+    if os.path.exists(exe):
+        return exe
+    os.makedirs(cache, exist_ok=True)
+    tmp = str(tmp_path_factory.mktemp(name) / name)
+    subprocess.run([nvcc, *args, "-o", tmp], cwd=ROOT, check=True, capture_output=True, timeout=300)
+    staged = f"{exe}.{os.getpid()}"  # (a worker building the same driver at once replaces it whole)
+    shutil.copy2(tmp, staged)
+    os.replace(staged, exe)
     return exe
 
 
