@@ -372,3 +372,68 @@ def test_default_key_sets_from_a_fresh_thread():
     t.start()
     t.join()
     assert out == [True]
+
+
+# ---------------------------------------------------------------------------
+# linear_act's direct path and the backward's GEMMs below autograd
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("xshape,use_bias,grad", LINEAR_CASES)
+@pytest.mark.parametrize("act", ["gelu", "none"])
+def test_linear_act_direct_same_as_op(device, monkeypatch, xshape, use_bias, grad, act):
+    torch.manual_seed(0)
+    x0, w0 = torch.randn(xshape, device=device), torch.randn(4, 7, device=device)
+    b0 = torch.randn(4, device=device) if use_bias else None
+    taken = []
+    inner = ttg.functional._linear_act_direct
+    monkeypatch.setattr(ttg.functional, "_linear_act_direct", lambda *a: taken.append(1) or inner(*a))
+    results = []
+    for path in ("direct", "op"):
+        if path == "op":
+            through_op(monkeypatch)
+        x, w, b = leaves(x0, w0, b0, grad=grad)
+        out = ttg.linear_act(x, w, b, act)
+        out.backward(torch.ones_like(out))
+        results.append((out, type(out.grad_fn), [None if t is None else t.grad for t in (x, w, b)]))
+    assert taken == [1]
+    (o1, g1, grads1), (o2, g2, grads2) = results
+    assert torch.equal(o1, o2) and g1 is g2
+    for a, b in zip(grads1, grads2):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_act_direct_errors_and_profile(device):
+    x = torch.randn(3, 5, device=device, requires_grad=True)
+    for w, b in ((torch.randn(4, 7, device=device), None), (torch.randn(4, 5, device=device), torch.randn(5)),
+                 (torch.randn(4, 5, dtype=torch.float64, device=device), None)):
+        with pytest.raises(RuntimeError) as op_err:
+            torch.ops.tiled.linear_act(x, w, b, "gelu_erf")
+        with pytest.raises(RuntimeError) as direct_err:
+            ttg.linear_act(x, w, b, "gelu")
+        assert str(direct_err.value) == str(op_err.value)
+    w = torch.randn(4, 5, device=device)
+    with torch.profiler.profile() as prof:
+        ttg.linear_act(x, w, None, "relu")
+    names = [e.name for e in prof.events()]
+    assert names.count("tiled::linear_act") == 1, names
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_backward_gemms_below_autograd_same_as_op(device, monkeypatch):
+    # The backward's GEMMs skip the Autograd kernel (grad mode is off there);
+    # through the op instead, the same gradients bit for bit.
+    torch.manual_seed(0)
+    x0, w0, b0 = torch.randn(2, 3, 7, device=device), torch.randn(4, 7, device=device), torch.randn(4, device=device)
+    a0 = torch.randn(3, 5, 7, device=device)
+    grads = []
+    for path in ("below", "op"):
+        if path == "op":
+            monkeypatch.setattr(ops, "_bwd_gemm", lambda a, b: ops._gemm(a, b))
+        x, w, b = leaves(x0, w0, b0)
+        a = a0.detach().clone().requires_grad_()
+        (ttg.linear(x, w, b).sum() + ttg.linear_act(x, w, b, "silu").sum() + ttg.gemm(a, w.t()).sum()).backward()
+        grads.append([t.grad for t in (x, w, b, a)])
+    for g1, g2 in zip(*grads):
+        assert torch.equal(g1, g2)

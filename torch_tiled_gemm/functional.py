@@ -3,7 +3,8 @@ from typing import Optional
 
 import torch
 
-from .ops import direct as _direct, gemm_direct as _gemm_direct, linear_direct as _linear_direct
+from .ops import direct as _direct, gemm_direct as _gemm_direct, linear_act_direct as _linear_act_direct
+from .ops import linear_direct as _linear_direct
 
 _gemm = torch.ops.tiled.gemm.default
 _linear = torch.ops.tiled.linear.default
@@ -153,6 +154,8 @@ def linear_act(
 ) -> torch.Tensor:
     """act(x @ weight^T + bias) + residual in one GEMM: the activation and the
     residual add run in the GEMM's epilogue (docs/fused.md)."""
+    if residual is None and _direct(x, weight, bias):  # as in gemm
+        return _linear_act_direct(x, weight, bias, activation_name(activation))
     _require_tensor("linear_act", "input", 1, x)
     _require_tensor("linear_act", "weight", 2, weight)
     _require_tensor("linear_act", "bias", 3, bias, optional=True)

@@ -87,9 +87,13 @@ def _weight(layer) -> Optional[Tuple[torch.Tensor, Optional[torch.Tensor]]]:
 
 
 def _is_tiled(layer) -> bool:
-    from .nn import TiledLinear
+    global _TiledLinear
+    if _TiledLinear is None:  # (nn imports this module)
+        from .nn import TiledLinear as _TiledLinear
+    return isinstance(layer, _TiledLinear)
 
-    return isinstance(layer, TiledLinear)
+
+_TiledLinear = None
 
 
 def _dropout_inactive(d) -> bool:

@@ -178,6 +178,19 @@ def _check_bias(bias, n, like, op):
     )
 
 
+def _plain_linear_args(x, weight, bias):
+    """Whether (x, weight, bias) are plain tensors that F.linear takes, told
+    with plain comparisons: the eager fast path before the torch._check
+    calls (~1.5 us each on a fast CPU) that word the errors (and that a
+    fake tensor's symbolic sizes need)."""
+    return (
+        (type(x) is _Tensor or type(x) is _Parameter) and (type(weight) is _Tensor or type(weight) is _Parameter)
+        and (bias is None or type(bias) is _Tensor or type(bias) is _Parameter)
+        and weight.dim() == 2 and x.dim() >= 1 and x.dtype == weight.dtype and x.shape[-1] == weight.shape[1]
+        and (bias is None or (bias.dim() == 1 and bias.shape[0] == weight.shape[0] and bias.dtype == x.dtype))
+    )
+
+
 def _check_linear_act(x, weight, bias, act, residual):
     op = "tiled.linear_act"
     shape = _linear_shape(x, weight, op)
@@ -295,6 +308,8 @@ def _needs_grad(*ts):
 def _as_matrix(t):
     """[..., n] -> [rows, n], the leading dims' product spelled out (reshape(-1, n)
     cannot infer the -1 of a tensor with no elements)."""
+    if t.dim() == 2:
+        return t
     rows = 1
     for s in t.shape[:-1]:
         rows = rows * s
@@ -322,12 +337,23 @@ def _activation(z, act):
     return z
 
 
+def _bwd_gemm(a, b):
+    """tiled.gemm(a, b) inside a backward.  With grad mode off (every
+    backward but a create_graph one) the op's Autograd kernel would only pass
+    the call on below autograd: plain tensors go there directly (one hop
+    into a Python kernel fewer per GEMM; the same call, as direct() argues)."""
+    if (not _grad_enabled() and (type(a) is _Tensor or type(a) is _Parameter)
+            and (type(b) is _Tensor or type(b) is _Parameter) and not _function_mode() and not _excluded(_AUTOGRAD)):
+        return _below_autograd_call(_gemm_handle, a, b, None)
+    return _gemm(a, b)
+
+
 def _column_sums(m):
     """m.sum(0) of a [tokens, features] gradient, as a GEMM with a row of
     ones: fp32 accumulation like torch's sum, which on a CUDA bfloat16
     [12608, 3072] took a temporary of 132 MB (H100, torch 2.11: the fused
     ViT-B MLP's peak memory in the backward, docs/fused.md)."""
-    return _gemm(m.new_ones(1, m.shape[0]), m)[0]
+    return _bwd_gemm(m.new_ones(1, m.shape[0]), m)[0]
 
 
 def _grads_by_recompute(fn, inputs, needs, grad):
@@ -376,13 +402,13 @@ class _GemmFn(torch.autograd.Function):
         a, b = ctx.saved_tensors
         grad_a = grad_b = grad_bias = None
         if ctx.needs_input_grad[1]:  # [.., M, N] x [.., N, K]
-            grad_a = _reduce_to(_gemm(grad, b.transpose(-1, -2)), a.dim())
+            grad_a = _reduce_to(_bwd_gemm(grad, b.transpose(-1, -2)), a.dim())
         if ctx.needs_input_grad[2]:
             if b.dim() == 2 and a.dim() == 3 and grad.dim() == 3:
                 # Shared weight: one GEMM over all batches, [K, B*M] x [B*M, N].
-                grad_b = _gemm(_as_matrix(a).t(), _as_matrix(grad))
+                grad_b = _bwd_gemm(_as_matrix(a).t(), _as_matrix(grad))
             else:
-                grad_b = _reduce_to(_gemm(a.transpose(-1, -2), grad), b.dim())
+                grad_b = _reduce_to(_bwd_gemm(a.transpose(-1, -2), grad), b.dim())
         if ctx.has_bias and ctx.needs_input_grad[3]:
             grad_bias = grad.sum((0, 1)) if grad.dim() == 3 else grad.sum(0)
         return None, grad_a, grad_b, grad_bias
@@ -425,9 +451,9 @@ class _LinearFn(torch.autograd.Function):
         grad_x = grad_w = grad_b = None
         g = _as_matrix(grad)  # [tokens, out]
         if ctx.needs_input_grad[1]:
-            grad_x = _gemm(g, weight).reshape(x.shape)
+            grad_x = _bwd_gemm(g, weight).reshape(x.shape)
         if ctx.needs_input_grad[2]:
-            grad_w = _gemm(g.t(), _as_matrix(x))  # [out, in]
+            grad_w = _bwd_gemm(g.t(), _as_matrix(x))  # [out, in]
         if ctx.has_bias and ctx.needs_input_grad[3]:
             grad_b = g.sum(0)
         return None, grad_x, grad_w, grad_b
@@ -470,6 +496,7 @@ _tls_included = torch._C._dispatch_tls_local_include_set
 _excluded = torch._C._dispatch_tls_is_dispatch_key_excluded
 _set_excluded = torch._C._dispatch_tls_set_dispatch_key_excluded
 _AUTOGRAD = torch._C.DispatchKey.AutogradFunctionality
+_profiling = torch._C._autograd._profiler_enabled
 
 
 def _fresh_thread_included():
@@ -559,18 +586,33 @@ class _LinearActFn(torch.autograd.Function):
         g = _as_matrix(grad)
         dz = g if pre is None else _activation_backward(g, pre, ctx.act)
         if ctx.needs_input_grad[0]:
-            grad_x = _gemm(dz, weight).reshape(x.shape)
+            grad_x = _bwd_gemm(dz, weight).reshape(x.shape)
         if ctx.needs_input_grad[1]:
-            grad_w = _gemm(dz.t(), _as_matrix(x))
+            grad_w = _bwd_gemm(dz.t(), _as_matrix(x))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             grad_b = _column_sums(dz)
         return grad_x, grad_w, grad_b, None, grad_r
 
 
+def linear_act_direct(x, weight, bias, act):
+    """tiled.linear_act(x, weight, bias, act) where direct(x, weight, bias)
+    says so: its autograd.Function called directly (no residual)."""
+    if act not in ACTIVATIONS or not _plain_linear_args(x, weight, bias):
+        _check_linear_act(x, weight, bias, act, None)
+    try:
+        if _profiling():  # the profiler records the op, as through the dispatcher
+            with torch.profiler.record_function("tiled::linear_act"):
+                return _LinearActFn.apply(x, weight, bias, act, None)
+        return _LinearActFn.apply(x, weight, bias, act, None)
+    except RuntimeError as e:
+        _reraise_oom(e)
+
+
 @_raising_torch_oom
 def _linear_act_autograd(keyset, x, weight, bias=None, act="none", residual=None):
     if _needs_grad(x, weight, bias, residual):
-        _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
+        if residual is not None or act not in ACTIVATIONS or not _plain_linear_args(x, weight, bias):
+            _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
         return _LinearActFn.apply(x, weight, bias, act, residual)
     return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
 
@@ -640,9 +682,9 @@ class _GatedLinearFn(torch.autograd.Function):
         # node returns).
         # dx = d_gate W_gate + d_up W_up: the second GEMM adds the first's
         # result in its epilogue (residual).
-        part = _gemm(d_gate, w_gate) if ctx.needs_input_grad[0] else None
+        part = _bwd_gemm(d_gate, w_gate) if ctx.needs_input_grad[0] else None
         if ctx.needs_input_grad[1]:
-            grad_wg = _gemm(d_gate.t(), x2)
+            grad_wg = _bwd_gemm(d_gate.t(), x2)
         if ctx.has_b_gate and ctx.needs_input_grad[4]:
             grad_bg = _column_sums(d_gate)
         del d_gate
@@ -650,7 +692,7 @@ class _GatedLinearFn(torch.autograd.Function):
             grad_x = _gemm_epilogue(d_up, w_up, None, "none", None, part, False)[0].reshape(x.shape)
             del part
         if ctx.needs_input_grad[2]:
-            grad_wu = _gemm(d_up.t(), x2)
+            grad_wu = _bwd_gemm(d_up.t(), x2)
         if ctx.has_b_up and ctx.needs_input_grad[5]:
             grad_bu = _column_sums(d_up)
         return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
@@ -659,7 +701,9 @@ class _GatedLinearFn(torch.autograd.Function):
 @_raising_torch_oom
 def _gated_linear_autograd(keyset, x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
     if _needs_grad(x, w_gate, w_up, b_gate, b_up):
-        _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+        if not (act in ACTIVATIONS and _plain_linear_args(x, w_gate, b_gate) and _plain_linear_args(x, w_up, b_up)
+                and w_gate.shape[0] == w_up.shape[0]):
+            _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
         return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
     return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
 
