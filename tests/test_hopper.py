@@ -242,10 +242,10 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     register-A kernel unless their tiles split K or the MN-major operand's
     leading dimension is not 16-byte aligned: then an NT copy runs.
     slab=False: without the one-slab tiles."""
-    one_slab = slab and slab_width(dtype, M, N, layout, batch, streamk=streamk)
+    one_slab = slab and slab_width(dtype, M, N, layout, batch, streamk=streamk, K=K)
     if one_slab:
         return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
-    one_slab = slab and slab_width_as_called(dtype, M, N, layout, batch, streamk=streamk)
+    one_slab = slab and slab_width_as_called(dtype, M, N, layout, batch, streamk=streamk, K=K)
     if one_slab:
         return f"sm90_{TAG[dtype]}_{one_slab}_{layout.lower()}"
     one_slab = slab and mid_slab_width(dtype, M, N, layout, batch, K, streamk)
@@ -596,7 +596,15 @@ def check_forced_swapped(monkeypatch, dtype, layout, shapes, tile, as_called, tn
 SLAB_WIDTHS = (8, 16, 24, 32, 40, 48, 56, 64)
 
 
-def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
+def few_rows_slab(M, N, K, batch):
+    """Mirror of hopper.cu's few_rows_slab(): 33..64 rows of the small side
+    M, K 1024..2048, one batch, N / 64 tile rows within one wave: where the
+    rule leaves the problem to the skinny kernel, one column of 64-wide
+    one-slab tiles."""
+    return batch == 1 and 32 < M <= 64 and 1024 <= K <= 2048 and -(-N // 64) <= num_sms()
+
+
+def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None, K=0):
     """Mirror of hopper.cu's slab_width() (rule: the rule itself, also where
     stream-K is forced; else None where streamk is not None): a 16-bit
     problem with a row-major A and M <= 128 runs
@@ -614,10 +622,13 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None):
     if M > N or (tn and M % 8) or not swappable16(dtype, M, N, "NN" if tn else layout, batch):
         return None
     tile = slab_rule(M, N, layout[1] == "N", batch, rule, streamk)
-    return n_major_slab(tile, M, "TN", swapped=True) if tn else tile
+    got = n_major_slab(tile, M, "TN", swapped=True) if tn else tile
+    if got is None and (streamk is None or rule) and few_rows_slab(M, N, K, batch):
+        got = n_major_slab("64x64", M, "TN", swapped=True) if tn else "64x64"
+    return got
 
 
-def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None):
+def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None, K=0):
     """Mirror of hopper.cu's slab_width_as_called(): an NN / NT / TN problem
     (TT: none) with M > N runs as called on the one-slab tiles slab_width
     would give its swapped problem (N x M) with a K-major B, W columns of N
@@ -627,7 +638,10 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None)
     if M <= N or layout == "TT" or (layout[0] == "T" and M % 8) or not swappable16(dtype, M, N, "N" + layout[1], batch):
         return None
     tile = slab_rule(N, M, False, batch, rule, streamk)
-    return tile if layout[1] == "T" else n_major_slab(tile, N, layout)
+    got = tile if layout[1] == "T" else n_major_slab(tile, N, layout)
+    if got is None and (streamk is None or rule) and few_rows_slab(N, M, K, batch):
+        got = "64x64" if layout[1] == "T" else n_major_slab("64x64", N, layout)
+    return got
 
 
 MID_SLAB_WIDTHS = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128)
@@ -776,6 +790,24 @@ def test_slab_over_skinny(monkeypatch, dtype, layout):
         assert kernel_name(a, b) == variant_name(dtype, want, layout), (M, N, K, batch)
         check(a, b, dtype)
     assert_deterministic(64, 4096, 4096, dtype, "64x32sw", runs=3)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
+def test_few_rows_slab(dtype, layout):
+    # 33..64 rows against at most a wave of tile rows at K = 1024..2048: one
+    # column of 64-wide one-slab tiles where the rule left the skinny kernel
+    # (hopper.cu's few_rows_slab); not at K = 8192.
+    for M, N, K, batch in ((64, 1024, 2048, None), (1024, 64, 2048, None), (48, 512, 1024, None),
+                           (512, 48, 1024, None), (64, 2048, 1536, None), (48, 4096, 2048, None)):
+        want = expected_name(dtype, M, N, layout, batch or 1, K)
+        assert "_64x" in want, (M, N, K, want)  # (64x16sw / 64x24sw where the rule had a width)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
+        assert kernel_name(a, b) == want, (M, N, K)
+        check(a, b, dtype)
+    for M, N, K in ((64, 1024, 8192), (1024, 64, 8192)):  # (the skinny kernel's, where it is on)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout)
+        assert "_64x64" not in kernel_name(a, b), (M, N, K)
 
 
 @pytest.mark.parametrize("width", SLAB_WIDTHS)

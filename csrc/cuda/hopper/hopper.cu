@@ -457,6 +457,24 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   return n <= 16 ? (tn ? 0 : 16) : n <= 32 ? 32 : 64;
 }
 
+// 33..64 rows of M (the small side) against at most a wave of N / 64 tile
+// rows, K 1024..2048, one batch: where the rules above leave such a problem
+// to the skinny kernel (too few tile rows for their tile columns, or a
+// width a TN problem's N-major B cannot take), one column of 64-wide
+// one-slab tiles instead.  Measured (H200, bf16, table off, 3 interleaved
+// rounds, slab_sweep in explore/dispatch-ab-NVIDIA-H200.json): over every
+// layout, both orientations, small side 48 and 64, long side 512-2048, the
+// skinny kernel (split 4-8 ways) ran 0.45-0.63 of torch, the 64-wide
+// one-slab tiles 0.83-1.05 (TN 64x1024x2048 0.57 -> 0.89, 1024x64x2048
+// 0.55 -> 0.88, NN 64x1024x2048 0.57 -> 0.90, NT 1024x64x2048 0.56 ->
+// 0.93); at K = 8192 the skinny kernel's deeper split wins (0.69-0.83
+// against 0.46-0.83), K = 4096 and K < 1024 were not measured.
+[[maybe_unused]] bool few_rows_slab(const Planned& pp) {
+  const GemmProblem& p = pp.p;
+  return p.batch == 1 && p.M > 32 && p.M <= 64 && p.K >= 1024 && p.K <= 2048 &&
+         ceil_div(p.N, 64) <= sm_count(pp.dev);
+}
+
 // What either orientation of the one-slab tiles needs: a 16-bit type, not
 // TT, C's rows 16-byte aligned.
 [[maybe_unused]] bool slab_problem(const GemmProblem& p) {
@@ -472,7 +490,9 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   const int w = slab_rule(pp, p.b.row_major());
   // A column-major A (TN, e.g. LoRA's dA = dH^T X): C^T's B is then A^T,
   // N-major and `p.M` wide.
-  return p.a.row_major() ? w : n_major_width(w, p.M, true, true);
+  const int got = p.a.row_major() ? w : n_major_width(w, p.M, true, true);
+  if (got == 0 && few_rows_slab(pp)) return p.a.row_major() ? 64 : n_major_width(64, p.M, true, true);
+  return got;
 }
 
 // One-slab tiles for a small N: a 16-bit NN, NT or TN problem runs as
@@ -508,7 +528,9 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   const GemmProblem& p = pp.p;
   if (!slab_problem(p) || p.M <= p.N || p.N < 1) return 0;
   const int w = slab_rule(qq, false);
-  return p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major(), false) : w;
+  const int got = p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major(), false) : w;
+  if (got == 0 && few_rows_slab(qq)) return p.b.row_major() ? n_major_width(64, p.N, !p.a.row_major(), false) : 64;
+  return got;
 }
 
 // One-slab tiles for mid-size problems (both sides > 128), which the rules
