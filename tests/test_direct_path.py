@@ -439,3 +439,49 @@ def test_backward_gemms_below_autograd_same_as_op(device, monkeypatch):
         grads.append([t.grad for t in (x, w, b, a)])
     for g1, g2 in zip(*grads):
         assert torch.equal(g1, g2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("use_bias", [True, False])
+@pytest.mark.parametrize("act", ["silu", "gelu"])
+def test_gated_linear_direct_same_as_op(device, monkeypatch, use_bias, act):
+    torch.manual_seed(0)
+    x0, wg0, wu0 = torch.randn(2, 3, 7, device=device), torch.randn(4, 7, device=device), torch.randn(4, 7, device=device)
+    bg0 = torch.randn(4, device=device) if use_bias else None
+    bu0 = torch.randn(4, device=device) if use_bias else None
+    taken = []
+    inner = ttg.functional._gated_linear_direct
+    monkeypatch.setattr(ttg.functional, "_gated_linear_direct", lambda *a: taken.append(1) or inner(*a))
+    results = []
+    for path in ("direct", "op"):
+        if path == "op":
+            through_op(monkeypatch)
+        x, wg, wu = leaves(x0, wg0, wu0)
+        bg, bu = leaves(bg0, bu0, grad=(True, True)) if use_bias else (None, None)
+        out = ttg.gated_linear(x, wg, wu, act, bg, bu)
+        out.backward(torch.ones_like(out))
+        results.append((out, type(out.grad_fn), [None if t is None else t.grad for t in (x, wg, wu, bg, bu)]))
+    assert taken == [1]
+    (o1, g1, grads1), (o2, g2, grads2) = results
+    assert torch.equal(o1, o2) and g1 is g2
+    for a, b in zip(grads1, grads2):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gated_linear_direct_errors_and_profile(device):
+    x = torch.randn(3, 5, device=device, requires_grad=True)
+    w = torch.randn(4, 5, device=device)
+    for wg, wu, bg in ((torch.randn(4, 7, device=device), w, None), (w, torch.randn(3, 5, device=device), None),
+                       (w, w, torch.randn(5, device=device)), (w, w.double(), None)):
+        with pytest.raises(RuntimeError) as op_err:
+            torch.ops.tiled.gated_linear(x, wg, wu, "silu", bg, None)
+        with pytest.raises(RuntimeError) as direct_err:
+            ttg.gated_linear(x, wg, wu, "silu", bg, None)
+        assert str(direct_err.value) == str(op_err.value)
+    with pytest.raises(TypeError, match="argument 'w_up' \\(position 3\\) must be Tensor"):
+        ttg.gated_linear(x, w, [[1.0]])
+    with torch.profiler.profile() as prof:
+        ttg.gated_linear(x, w, w, "silu")
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU]
+    assert names.count("tiled::gated_linear") == 1, names

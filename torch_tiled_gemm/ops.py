@@ -698,6 +698,24 @@ class _GatedLinearFn(torch.autograd.Function):
         return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
 
 
+def gated_linear_direct(x, w_gate, w_up, act, b_gate, b_up):
+    """tiled.gated_linear(...) where direct(x, w_gate, b_gate) says so and
+    w_up, b_up are plain tensors too: its autograd.Function called directly."""
+    if not (type(w_up) is _Tensor or type(w_up) is _Parameter) or not (
+            b_up is None or type(b_up) is _Tensor or type(b_up) is _Parameter):
+        return _gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+    if not (act in ACTIVATIONS and _plain_linear_args(x, w_gate, b_gate) and _plain_linear_args(x, w_up, b_up)
+            and w_gate.shape[0] == w_up.shape[0]):
+        _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+    try:
+        if _profiling():  # the profiler records the op, as through the dispatcher
+            with torch.profiler.record_function("tiled::gated_linear"):
+                return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
+        return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
+    except RuntimeError as e:
+        _reraise_oom(e)
+
+
 @_raising_torch_oom
 def _gated_linear_autograd(keyset, x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
     if _needs_grad(x, w_gate, w_up, b_gate, b_up):
