@@ -462,9 +462,9 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // to the skinny kernel (too few tile rows for their tile columns, or a
 // width a TN problem's N-major B cannot take), one column of 64-wide
 // one-slab tiles instead.  Measured (H200, bf16, table off, 3 interleaved
-// rounds, slab_sweep in explore/dispatch-ab-NVIDIA-H200.json): over every
-// layout, both orientations, small side 48 and 64, long side 512-2048, the
-// skinny kernel (split 4-8 ways) ran 0.45-0.63 of torch, the 64-wide
+// rounds, few_rows_slab in explore/dispatch-ab-NVIDIA-H200.json): over every
+// layout, both orientations, small side 48 and 64, long side 512-4096, the
+// skinny kernel (split 4-8 ways) ran 0.45-0.67 of torch, the 64-wide
 // one-slab tiles 0.83-1.05 (TN 64x1024x2048 0.57 -> 0.89, 1024x64x2048
 // 0.55 -> 0.88, NN 64x1024x2048 0.57 -> 0.90, NT 1024x64x2048 0.56 ->
 // 0.93); at K = 8192 the skinny kernel's deeper split wins (0.69-0.83
