@@ -41,6 +41,23 @@ def leaves(*ts, grad=(True, True, True)):
     return [None if t is None else t.detach().clone().requires_grad_(g) for t, g in zip(ts, grad)]
 
 
+def same_on_both_paths(monkeypatch, call, inputs, grad=(True, True, True)):
+    """call(*leaves) on the direct path, then through the op, each followed
+    by a backward: the same output, grad_fn type and gradients, bit for bit."""
+    results = []
+    for path in ("direct", "op"):
+        if path == "op":
+            through_op(monkeypatch)
+        ts = leaves(*inputs, grad=grad)
+        out = call(*ts)
+        out.backward(torch.ones_like(out))
+        results.append((out, type(out.grad_fn), [None if t is None else t.grad for t in ts]))
+    (o1, g1, grads1), (o2, g2, grads2) = results
+    assert torch.equal(o1, o2) and g1 is g2
+    for a, b in zip(grads1, grads2):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
 # x's shape, a bias, which of x, weight, bias require grad
 LINEAR_CASES = [((5, 7), True, (True, True, True)), ((2, 3, 7), True, (True, False, False)),
                 ((7,), False, (False, True, False)), ((0, 7), True, (False, False, True)),
@@ -53,19 +70,8 @@ def test_linear_direct_same_as_op(device, monkeypatch, forwards, xshape, use_bia
     torch.manual_seed(0)
     x0, w0 = torch.randn(xshape, device=device), torch.randn(4, 7, device=device)
     b0 = torch.randn(4, device=device) if use_bias else None
-    results = []
-    for path in ("direct", "op"):
-        if path == "op":
-            through_op(monkeypatch)
-        x, w, b = leaves(x0, w0, b0, grad=grad)
-        out = ttg.linear(x, w, b)
-        out.backward(torch.ones_like(out))
-        results.append((out, type(out.grad_fn), [None if t is None else t.grad for t in (x, w, b)]))
+    same_on_both_paths(monkeypatch, ttg.linear, (x0, w0, b0), grad)
     assert forwards == [("_LinearFn", "direct"), ("_LinearFn", "op")]
-    (o1, g1, grads1), (o2, g2, grads2) = results
-    assert torch.equal(o1, o2) and g1 is g2
-    for a, b in zip(grads1, grads2):
-        assert (a is None and b is None) or torch.equal(a, b)
 
 
 GEMM_CASES = [((5, 7), (7, 4)), ((3, 5, 7), (7, 4)), ((5, 7), (3, 7, 4)), ((3, 5, 7), (3, 7, 4))]
@@ -388,19 +394,8 @@ def test_linear_act_direct_same_as_op(device, monkeypatch, xshape, use_bias, gra
     taken = []
     inner = ttg.functional._linear_act_direct
     monkeypatch.setattr(ttg.functional, "_linear_act_direct", lambda *a: taken.append(1) or inner(*a))
-    results = []
-    for path in ("direct", "op"):
-        if path == "op":
-            through_op(monkeypatch)
-        x, w, b = leaves(x0, w0, b0, grad=grad)
-        out = ttg.linear_act(x, w, b, act)
-        out.backward(torch.ones_like(out))
-        results.append((out, type(out.grad_fn), [None if t is None else t.grad for t in (x, w, b)]))
+    same_on_both_paths(monkeypatch, lambda x, w, b: ttg.linear_act(x, w, b, act), (x0, w0, b0), grad)
     assert taken == [1]
-    (o1, g1, grads1), (o2, g2, grads2) = results
-    assert torch.equal(o1, o2) and g1 is g2
-    for a, b in zip(grads1, grads2):
-        assert (a is None and b is None) or torch.equal(a, b)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -452,20 +447,9 @@ def test_gated_linear_direct_same_as_op(device, monkeypatch, use_bias, act):
     taken = []
     inner = ttg.functional._gated_linear_direct
     monkeypatch.setattr(ttg.functional, "_gated_linear_direct", lambda *a: taken.append(1) or inner(*a))
-    results = []
-    for path in ("direct", "op"):
-        if path == "op":
-            through_op(monkeypatch)
-        x, wg, wu = leaves(x0, wg0, wu0)
-        bg, bu = leaves(bg0, bu0, grad=(True, True)) if use_bias else (None, None)
-        out = ttg.gated_linear(x, wg, wu, act, bg, bu)
-        out.backward(torch.ones_like(out))
-        results.append((out, type(out.grad_fn), [None if t is None else t.grad for t in (x, wg, wu, bg, bu)]))
+    same_on_both_paths(monkeypatch, lambda x, wg, wu, bg, bu: ttg.gated_linear(x, wg, wu, act, bg, bu),
+                       (x0, wg0, wu0, bg0, bu0), (True,) * 5)
     assert taken == [1]
-    (o1, g1, grads1), (o2, g2, grads2) = results
-    assert torch.equal(o1, o2) and g1 is g2
-    for a, b in zip(grads1, grads2):
-        assert (a is None and b is None) or torch.equal(a, b)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -621,11 +621,9 @@ def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None, K=0):
     tn = layout == "TN"
     if M > N or (tn and M % 8) or not swappable16(dtype, M, N, "NN" if tn else layout, batch):
         return None
-    tile = slab_rule(M, N, layout[1] == "N", batch, rule, streamk)
-    got = n_major_slab(tile, M, "TN", swapped=True) if tn else tile
-    if got is None and (streamk is None or rule) and few_rows_slab(M, N, K, batch):
-        got = n_major_slab("64x64", M, "TN", swapped=True) if tn else "64x64"
-    return got
+    width = lambda t: n_major_slab(t, M, "TN", swapped=True) if tn else t  # noqa: E731
+    got = width(slab_rule(M, N, layout[1] == "N", batch, rule, streamk))
+    return width("64x64") if got is None and (streamk is None or rule) and few_rows_slab(M, N, K, batch) else got
 
 
 def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None, K=0):
@@ -637,11 +635,9 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None,
     The tile name or None."""
     if M <= N or layout == "TT" or (layout[0] == "T" and M % 8) or not swappable16(dtype, M, N, "N" + layout[1], batch):
         return None
-    tile = slab_rule(N, M, False, batch, rule, streamk)
-    got = tile if layout[1] == "T" else n_major_slab(tile, N, layout)
-    if got is None and (streamk is None or rule) and few_rows_slab(N, M, K, batch):
-        got = "64x64" if layout[1] == "T" else n_major_slab("64x64", N, layout)
-    return got
+    width = lambda t: t if layout[1] == "T" else n_major_slab(t, N, layout)  # noqa: E731
+    got = width(slab_rule(N, M, False, batch, rule, streamk))
+    return width("64x64") if got is None and (streamk is None or rule) and few_rows_slab(N, M, K, batch) else got
 
 
 MID_SLAB_WIDTHS = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128)

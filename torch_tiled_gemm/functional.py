@@ -3,9 +3,8 @@ from typing import Optional
 
 import torch
 
-from .ops import direct as _direct, gemm_direct as _gemm_direct, gated_linear_direct as _gated_linear_direct
-from .ops import linear_act_direct as _linear_act_direct
-from .ops import linear_direct as _linear_direct
+from .ops import direct as _direct, gated_direct as _gated_direct, gated_linear_direct as _gated_linear_direct
+from .ops import gemm_direct as _gemm_direct, linear_act_direct as _linear_act_direct, linear_direct as _linear_direct
 
 _gemm = torch.ops.tiled.gemm.default
 _linear = torch.ops.tiled.linear.default
@@ -174,8 +173,7 @@ def gated_linear(
 ) -> torch.Tensor:
     """act(x @ w_gate^T + b_gate) * (x @ w_up^T + b_up): SwiGLU (silu) / GeGLU
     (gelu) gated MLP input projection (docs/fused.md)."""
-    if _direct(x, w_gate, b_gate) and isinstance(w_up, torch.Tensor) and (b_up is None or isinstance(b_up, torch.Tensor)):
-        # as in gemm (ops.gated_linear_direct takes the op for a w_up / b_up of another tensor type)
+    if _gated_direct(x, w_gate, w_up, b_gate, b_up):  # as in gemm
         return _gated_linear_direct(x, w_gate, w_up, activation_name(activation), b_gate, b_up)
     _require_tensor("gated_linear", "input", 1, x)
     _require_tensor("gated_linear", "w_gate", 2, w_gate)

@@ -178,20 +178,26 @@ def _check_bias(bias, n, like, op):
     )
 
 
+def _plain(t):
+    """A torch.Tensor or Parameter, no subclass (no mode or wrapper to respect)."""
+    return type(t) is _Tensor or type(t) is _Parameter
+
+
 def _plain_linear_args(x, weight, bias):
     """Whether (x, weight, bias) are plain tensors that F.linear takes, told
     with plain comparisons: the eager fast path before the torch._check
     calls (~1.5 us each on a fast CPU) that word the errors (and that a
     fake tensor's symbolic sizes need)."""
     return (
-        (type(x) is _Tensor or type(x) is _Parameter) and (type(weight) is _Tensor or type(weight) is _Parameter)
-        and (bias is None or type(bias) is _Tensor or type(bias) is _Parameter)
+        _plain(x) and _plain(weight) and (bias is None or _plain(bias))
         and weight.dim() == 2 and x.dim() >= 1 and x.dtype == weight.dtype and x.shape[-1] == weight.shape[1]
         and (bias is None or (bias.dim() == 1 and bias.shape[0] == weight.shape[0] and bias.dtype == x.dtype))
     )
 
 
 def _check_linear_act(x, weight, bias, act, residual):
+    if residual is None and act in ACTIVATIONS and _plain_linear_args(x, weight, bias):
+        return (*x.shape[:-1], weight.shape[0])
     op = "tiled.linear_act"
     shape = _linear_shape(x, weight, op)
     _check_bias(bias, weight.shape[0], x, op)
@@ -206,6 +212,9 @@ def _linear_act_fake(x, weight, bias=None, act="none", residual=None):
 
 
 def _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up):
+    if (act in ACTIVATIONS and _plain_linear_args(x, w_gate, b_gate) and _plain_linear_args(x, w_up, b_up)
+            and w_gate.shape[0] == w_up.shape[0]):
+        return (*x.shape[:-1], w_gate.shape[0])
     op = "tiled.gated_linear"
     shape = _linear_shape(x, w_gate, op)
     _linear_shape(x, w_up, op)
@@ -342,8 +351,7 @@ def _bwd_gemm(a, b):
     backward but a create_graph one) the op's Autograd kernel would only pass
     the call on below autograd: plain tensors go there directly (one hop
     into a Python kernel fewer per GEMM; the same call, as direct() argues)."""
-    if (not _grad_enabled() and (type(a) is _Tensor or type(a) is _Parameter)
-            and (type(b) is _Tensor or type(b) is _Parameter) and not _function_mode() and not _excluded(_AUTOGRAD)):
+    if not _grad_enabled() and _plain(a) and _plain(b) and not _function_mode() and not _excluded(_AUTOGRAD):
         return _below_autograd_call(_gemm_handle, a, b, None)
     return _gemm(a, b)
 
@@ -594,25 +602,30 @@ class _LinearActFn(torch.autograd.Function):
         return grad_x, grad_w, grad_b, None, grad_r
 
 
+def _apply_as_op(op, fn, *args):
+    """autograd.Function `fn` applied to `args` in place of the op `op`
+    (a fused op's direct path): the profiler records the op, as through the
+    dispatcher, and the C++ side's out of memory is raised as torch's."""
+    try:
+        if _profiling():
+            with torch.profiler.record_function(op):
+                return fn.apply(*args)
+        return fn.apply(*args)
+    except RuntimeError as e:
+        _reraise_oom(e)
+
+
 def linear_act_direct(x, weight, bias, act):
     """tiled.linear_act(x, weight, bias, act) where direct(x, weight, bias)
     says so: its autograd.Function called directly (no residual)."""
-    if act not in ACTIVATIONS or not _plain_linear_args(x, weight, bias):
-        _check_linear_act(x, weight, bias, act, None)
-    try:
-        if _profiling():  # the profiler records the op, as through the dispatcher
-            with torch.profiler.record_function("tiled::linear_act"):
-                return _LinearActFn.apply(x, weight, bias, act, None)
-        return _LinearActFn.apply(x, weight, bias, act, None)
-    except RuntimeError as e:
-        _reraise_oom(e)
+    _check_linear_act(x, weight, bias, act, None)
+    return _apply_as_op("tiled::linear_act", _LinearActFn, x, weight, bias, act, None)
 
 
 @_raising_torch_oom
 def _linear_act_autograd(keyset, x, weight, bias=None, act="none", residual=None):
     if _needs_grad(x, weight, bias, residual):
-        if residual is not None or act not in ACTIVATIONS or not _plain_linear_args(x, weight, bias):
-            _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
+        _check_linear_act(x, weight, bias, act, residual)  # the op's own words, not gemm_epilogue's
         return _LinearActFn.apply(x, weight, bias, act, residual)
     return _linear_act.redispatch(keyset & _AFTER_AUTOGRAD, x, weight, bias, act, residual)
 
@@ -698,30 +711,22 @@ class _GatedLinearFn(torch.autograd.Function):
         return grad_x, grad_wg, grad_wu, None, grad_bg, grad_bu
 
 
+def gated_direct(x, w_gate, w_up, b_gate, b_up):
+    """direct() for gated_linear's five tensors."""
+    return direct(x, w_gate, b_gate) and _plain(w_up) and (b_up is None or _plain(b_up))
+
+
 def gated_linear_direct(x, w_gate, w_up, act, b_gate, b_up):
-    """tiled.gated_linear(...) where direct(x, w_gate, b_gate) says so and
-    w_up, b_up are plain tensors too: its autograd.Function called directly."""
-    if not (type(w_up) is _Tensor or type(w_up) is _Parameter) or not (
-            b_up is None or type(b_up) is _Tensor or type(b_up) is _Parameter):
-        return _gated_linear(x, w_gate, w_up, act, b_gate, b_up)
-    if not (act in ACTIVATIONS and _plain_linear_args(x, w_gate, b_gate) and _plain_linear_args(x, w_up, b_up)
-            and w_gate.shape[0] == w_up.shape[0]):
-        _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
-    try:
-        if _profiling():  # the profiler records the op, as through the dispatcher
-            with torch.profiler.record_function("tiled::gated_linear"):
-                return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
-        return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
-    except RuntimeError as e:
-        _reraise_oom(e)
+    """tiled.gated_linear(...) where gated_direct() says so: its
+    autograd.Function called directly."""
+    _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+    return _apply_as_op("tiled::gated_linear", _GatedLinearFn, x, w_gate, w_up, act, b_gate, b_up)
 
 
 @_raising_torch_oom
 def _gated_linear_autograd(keyset, x, w_gate, w_up, act="silu", b_gate=None, b_up=None):
     if _needs_grad(x, w_gate, w_up, b_gate, b_up):
-        if not (act in ACTIVATIONS and _plain_linear_args(x, w_gate, b_gate) and _plain_linear_args(x, w_up, b_up)
-                and w_gate.shape[0] == w_up.shape[0]):
-            _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
+        _check_gated_linear(x, w_gate, w_up, act, b_gate, b_up)
         return _GatedLinearFn.apply(x, w_gate, w_up, act, b_gate, b_up)
     return _gated_linear.redispatch(keyset & _AFTER_AUTOGRAD, x, w_gate, w_up, act, b_gate, b_up)
 

@@ -490,9 +490,9 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   const int w = slab_rule(pp, p.b.row_major());
   // A column-major A (TN, e.g. LoRA's dA = dH^T X): C^T's B is then A^T,
   // N-major and `p.M` wide.
-  const int got = p.a.row_major() ? w : n_major_width(w, p.M, true, true);
-  if (got == 0 && few_rows_slab(pp)) return p.a.row_major() ? 64 : n_major_width(64, p.M, true, true);
-  return got;
+  const auto width = [&](int rule_w) { return p.a.row_major() ? rule_w : n_major_width(rule_w, p.M, true, true); };
+  const int got = width(w);
+  return got == 0 && few_rows_slab(pp) ? width(64) : got;
 }
 
 // One-slab tiles for a small N: a 16-bit NN, NT or TN problem runs as
@@ -528,9 +528,11 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   const GemmProblem& p = pp.p;
   if (!slab_problem(p) || p.M <= p.N || p.N < 1) return 0;
   const int w = slab_rule(qq, false);
-  const int got = p.b.row_major() ? n_major_width(w, p.N, !p.a.row_major(), false) : w;
-  if (got == 0 && few_rows_slab(qq)) return p.b.row_major() ? n_major_width(64, p.N, !p.a.row_major(), false) : 64;
-  return got;
+  const auto width = [&](int rule_w) {
+    return p.b.row_major() ? n_major_width(rule_w, p.N, !p.a.row_major(), false) : rule_w;
+  };
+  const int got = width(w);
+  return got == 0 && few_rows_slab(qq) ? width(64) : got;
 }
 
 // One-slab tiles for mid-size problems (both sides > 128), which the rules
