@@ -251,6 +251,9 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     one_slab = slab and mid_slab_width(dtype, M, N, layout, batch, K, streamk)
     if one_slab:
         return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
+    cluster = off32_cluster(dtype, M, N, layout, batch, K, streamk)
+    if cluster:
+        return f"sm90_{TAG[dtype]}_{cluster}_{layout.lower()}"
     if low_k_pingpong(dtype, M, N, layout, batch, K, streamk):
         return f"sm90_{TAG[dtype]}_128x128pp_{layout.lower()}"
     width = swap_width(dtype, M, N, layout, batch, K, streamk)
@@ -263,6 +266,29 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
         return expected_name(dtype, M, N, "NT", batch, K, streamk)
     sw = "sw" if dtype in HALF and swap_waves(dtype, M, N, layout, batch, K, streamk) else ""  # (tf32: unmarked)
     return f"sm90_{TAG[dtype]}_{tile}{sw}_{layout.lower()}"
+
+
+def off32_cluster(dtype, M, N, layout, batch, K, streamk=None):
+    """Mirror of hopper.cu's off32_cluster (fresh, contiguous operands): a
+    16-bit problem, not batched, M > 128, N >= 128, K >= 512, with an operand whose
+    leading dimension is 8 mod 16 elements (its rows start 16 bytes off a
+    32-byte boundary) and a choice as called that splits no K runs 128x256c2
+    from 9/10 of a wave of those tiles, else 128x128ppc2 where 128x128 tiles
+    fill a third to one wave; else None."""
+    if dtype not in HALF or batch != 1 or M <= 128 or N < 128 or K < 8 * 64 or streamk is not None:
+        return None
+    lda = K if layout[0] == "N" else M
+    ldb = N if layout[1] == "N" else K
+    if lda % 16 == 0 and ldb % 16 == 0:
+        return None
+    tile = expected_tile(M, N, batch, dtype, K, streamk)
+    if "sk" in tile or "streamk" in tile:
+        return None
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    if cdiv(M, 128) * cdiv(N, 256) * 10 >= num_sms() * 9:
+        return "128x256c2"
+    tiles = cdiv(M, 128) * cdiv(N, 128)
+    return "128x128ppc2" if num_sms() <= tiles * 3 and tiles <= num_sms() else None
 
 
 def low_k_pingpong(dtype, M, N, layout, batch, K, streamk):
@@ -530,7 +556,7 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
 # 3000x5000 (520 tiles of 128x232, 4 waves at 0.93, against 4 waves of
 # 128x256 pairs; K of 22 k-blocks: with fewer, low_k_pingpong comes first).
 SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
-                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 1400, None)]
+                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 1408, None)]
 # Forced (128x144sw ... 128x232sw): ragged M (the last tile's last 64-column
 # chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
 # per CTA.
@@ -1381,9 +1407,10 @@ def check_config_shapes(shapes, dtype, layout, variant, exact=True):
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         assert expected_tile(M, N, batch or 1, dtype, K) == variant, (M, N, K, batch)
         mid = mid_slab_width(dtype, M, N, layout, batch or 1, K)
-        if mid and "TILED_CONFIG" not in os.environ:
-            # the mid-size rule runs these on one-slab tiles: that, then the variant by name
-            assert kernel_name(a, b) == variant_name(dtype, mid + "sw", layout), (M, N, K, batch)
+        other = (mid and mid + "sw") or off32_cluster(dtype, M, N, layout, batch or 1, K)
+        if other and "TILED_CONFIG" not in os.environ:
+            # the off-32 rows or mid-size rule runs these on other tiles: that, then the variant by name
+            assert kernel_name(a, b) == variant_name(dtype, other, layout), (M, N, K, batch)
             check(a, b, dtype, bias=(M % 2 == 0))
             with tune.config_env(variant):
                 assert kernel_name(a, b) == variant_name(dtype, variant, layout), (M, N, K, batch)

@@ -387,9 +387,13 @@ bool stored_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) 
 // 23 GEMMs the table changed, the 13 whose rules' choice the entry was
 // measured against gained 1.10x in geomean, worst 0.97x; the other 10 lost
 // 0.94x, down to 0.68x, e.g. 2304 x 768 x 1584 TN moved from 128x128 to
-// 128x256sw tiles, 54 tiles on 132 SMs.  docs/dispatch.md.)
+// 128x256sw tiles, 54 tiles on 132 SMs.  docs/dispatch.md.)  And false
+// where the rules take 2-CTA clusters for operand rows 16 bytes off a
+// 32-byte boundary (hopper.cu's off32_cluster): the table's timings were
+// taken on aligned rows, and the entries lose there (3000^3 NT: 128x144sw
+// 0.55x torch, the rule's 128x256c2 0.72x).
 bool table_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
-  if (disabled("table") || forced_by_hand()) return false;
+  if (disabled("table") || forced_by_hand() || hopper_off32_cluster(p, dev)) return false;
   autotune::Entry e;
   if (!autotune::table_lookup(p, dev, &e)) return false;
   if (!e.over.empty() && std::find(e.over.begin(), e.over.end(), name_untuned(p, dev)) == e.over.end()) return false;

@@ -759,7 +759,9 @@ bool plan_forced(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* 
                          [&](const std::string& name) { return plan_named(caller, dev, name, launched, choice); });
 }
 
-bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice);
+// `off32`, where given: set when the choice is off32_cluster's.
+bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice,
+                bool* off32 = nullptr);
 
 // Whether the Hopper kernel takes `caller`; if so, the problem it launches
 // (the caller's, or tf32 swapped as above) and its Choice, where asked for.
@@ -811,8 +813,51 @@ bool low_k_pingpong(const GemmProblem& p, const Choice& c) {
          !c.c_trans && c.slab == 0;
 }
 
+// A 16-bit operand whose rows, as TMA reads them, start 16 bytes past a
+// 32-byte boundary (a leading dimension of 8 mod 16 elements: K = 1000,
+// 3000, 5000 ...; or such a base pointer) is read at about half the speed:
+// H200, bf16, NT 3072 x 3072 x K on 128x144sw, paired with torch.matmul
+// (table off): K = 2984 / 3000 / 3016 / 3032 / 3048 / 3064 0.53-0.55, K =
+// 2992 / 3008 / 3024 / 3040 / 3056 0.85-0.96; K = 3000 with rows padded to
+// 3008 0.94, only A's or only B's 0.75 / 0.70.  A 2-CTA cluster loads each
+// multicast box once for both CTAs, which halves the rows one of them reads,
+// and so runs such problems near their aligned speed: 128x256c2 from ~one
+// wave of its tiles (2048^2 x 3000 NT 0.67 -> 0.90, 4096^2 x 1000 NT 0.53
+// -> 0.94, 4096 x 1000 x 4096 NN 0.71 -> 0.97, 3000^3 NT 0.55 -> 0.72),
+// 128x128ppc2 where 128x128 tiles fill a third to one wave (1024^2 x 3000
+// NT 0.64 -> 0.78, 1000^3 NN 0.73 -> 0.84, 3072 x 512 x 3000 NT 0.63 ->
+// 0.82).
+// After the one-slab rules: before them, 128x128ppc2 lost to 64x72sw /
+// 64x80sw at 129-300 rows (0.63-0.91 -> 0.55-0.74).  Over the 51 GEMMs
+// it moves of a grid no rule was made from (K = 1000 ... 5000, all four
+// layouts, config_ab.py): bf16 0.74 -> 0.88 in geomean, one slower (TT
+// 2048 x 500 x 3000 1.68 -> 1.54); fp16 (41) 0.69 -> 0.82.  Copying the operands to aligned rows measured slower
+// (0.60-0.85, the copy's time).  (docs/dispatch.md, "Rows 16 bytes off a 32-byte
+// boundary"; not measured for batches, tf32, split K, nor between the two
+// bands.)
+bool rows_off32(const GemmProblem& p) {
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16) return false;
+  auto off = [&](const Operand& o) {
+    return reinterpret_cast<uintptr_t>(o.ptr) % 32 != 0 || outer_stride(o) * 2 % 32 != 0 ||
+           (p.batch > 1 && o.batch_stride * 2 % 32 != 0);
+  };
+  return off(p.a) || off(p.b);
+}
+
+// `c`: the choice as called (a split K or stream-K choice is kept).  From 8
+// k-blocks (measured: K = 1000 ... 5000).
+const char* off32_cluster(const GemmProblem& p, const DeviceInfo& dev, const Choice& c) {
+  if (p.batch != 1 || p.M <= 128 || p.N < 128 || p.K < 8 * 64 || c.split_k > 1 || c.sk_tiles > 0 || !rows_off32(p))
+    return nullptr;
+  const int64_t sms = sm_count(dev), tm = ceil_div(p.M, 128), tiles128 = tm * ceil_div(p.N, 128);
+  if (tm * ceil_div(p.N, 256) * 10 >= sms * 9) return "128x256c2";
+  if (tiles128 * 3 >= sms && tiles128 <= sms) return "128x128ppc2";
+  return nullptr;
+}
+
 // The rules' choice (plan without a forced configuration).
-bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice) {
+bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* launched, Choice* choice,
+                bool* off32) {
   const bool nn = tf32_swapped(caller), tf32_nt = tf32_nt_swap_wanted(caller);
   Planned pp{caller, dev}, qq{swap_operands(caller), dev};
   const bool fills = !nn && !tf32_nt && swap_fills_waves(pp, qq);
@@ -831,6 +876,11 @@ bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* l
   }
   const int mid = mid_slab_width(pp);
   if (mid > 0 && swapped(Tile::k128x256, mid)) return true;
+  const char* cluster = off32_cluster(caller, dev, pp.choice());
+  if (cluster && plan_named(caller, dev, cluster, launched, choice)) {
+    if (off32) *off32 = true;
+    return true;
+  }
   if (low_k_pingpong(caller, pp.choice()) && plan_named(caller, dev, "128x128pp", launched, choice)) return true;
   const Tile width = swap_width(pp, qq, fills);
   if (tile_swapped_only(width) && swapped(width, 0)) return true;
@@ -846,6 +896,11 @@ bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* l
 }  // namespace
 
 bool hopper_can_run(const GemmProblem& p, const DeviceInfo& dev) { return plan(p, dev); }
+
+bool hopper_off32_cluster(const GemmProblem& p, const DeviceInfo& dev) {
+  bool off32 = false;
+  return rows_off32(p) && plan_rules(p, dev, nullptr, nullptr, &off32) && off32;
+}
 
 bool hopper_config_forced(const GemmProblem& p, const DeviceInfo& dev) { return plan_forced(p, dev, nullptr, nullptr); }
 

@@ -44,6 +44,10 @@ int64_t hopper_swap_width_cost(const GemmProblem& p, const DeviceInfo& dev, int 
 // the epilogue's tensors take 16-byte vectors); else dispatch runs the plain
 // GEMM and the elementwise pass (epilogue.cuh).
 bool hopper_fuses_epilogue(const GemmProblem& p, const DeviceInfo& dev);
+// Whether the rules run `p` on 2-CTA clusters because a 16-bit operand's
+// rows start 16 bytes past a 32-byte boundary, which TMA reads at about half
+// the speed (hopper.cu's off32_cluster; the table steps aside for them).
+bool hopper_off32_cluster(const GemmProblem& p, const DeviceInfo& dev);
 // Scratch hopper_gemm needs for `p` (stream-K partial tiles), 0 when none.
 size_t hopper_workspace_bytes(const GemmProblem& p, const DeviceInfo& dev);
 
