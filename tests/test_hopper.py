@@ -553,10 +553,10 @@ def test_swap16_forced_every_config(monkeypatch, dtype, layout):
 # against 112 of 128x256), 1792^2 (126 tiles of 128x200 against 98 of
 # 128x256, whose 128x192 alternative needs two waves), 824 rows at N = 4096
 # (128 tiles of 128x208; 200 columns would need 5 tile columns, 160 tiles),
-# 3000x5000 (520 tiles of 128x232, 4 waves at 0.93, against 4 waves of
+# 3000x5008 (520 tiles of 128x232, 4 waves at 0.93, against 4 waves of
 # 128x256 pairs; K of 22 k-blocks: with fewer, low_k_pingpong comes first).
 SWAP_WIDTH_SHAPES = [(1536, 1536, 72, None), (1280, 4096, 136, None), (777, 4096, 72, None),
-                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5000, 1408, None)]
+                     (1792, 1792, 200, None), (824, 4096, 72, None), (3000, 5008, 1408, None)]
 # Forced (128x144sw ... 128x232sw): ragged M (the last tile's last 64-column
 # chunk of C^T partly past M), ragged N, a batch, one tile, several tiles
 # per CTA.
