@@ -273,8 +273,9 @@ def off32_cluster(dtype, M, N, layout, batch, K, streamk=None):
     16-bit problem, not batched, M > 128, N >= 128, K >= 512, with an operand whose
     leading dimension is 8 mod 16 elements (its rows start 16 bytes off a
     32-byte boundary) and a choice as called that splits no K runs 128x256c2
-    from 9/10 of a wave of those tiles, else 128x128ppc2 where 128x128 tiles
-    fill a third to one wave; else None."""
+    from 9/10 of a wave of those tiles (with a row-major A from more than a
+    wave of 128x128 tiles), else 128x128ppc2 where 128x128 tiles fill a
+    third to one wave; else None."""
     if dtype not in HALF or batch != 1 or M <= 128 or N < 128 or K < 8 * 64 or streamk is not None:
         return None
     lda = K if layout[0] == "N" else M
@@ -285,9 +286,9 @@ def off32_cluster(dtype, M, N, layout, batch, K, streamk=None):
     if "sk" in tile or "streamk" in tile:
         return None
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
-    if cdiv(M, 128) * cdiv(N, 256) * 10 >= num_sms() * 9:
-        return "128x256c2"
     tiles = cdiv(M, 128) * cdiv(N, 128)
+    if tiles > num_sms() and (cdiv(M, 128) * cdiv(N, 256) * 10 >= num_sms() * 9 or layout[0] == "N"):
+        return "128x256c2"
     return "128x128ppc2" if num_sms() <= tiles * 3 and tiles <= num_sms() else None
 
 

@@ -826,15 +826,17 @@ bool low_k_pingpong(const GemmProblem& p, const Choice& c) {
 // -> 0.94, 4096 x 1000 x 4096 NN 0.71 -> 0.97, 3000^3 NT 0.55 -> 0.72),
 // 128x128ppc2 where 128x128 tiles fill a third to one wave (1024^2 x 3000
 // NT 0.64 -> 0.78, 1000^3 NN 0.73 -> 0.84, 3072 x 512 x 3000 NT 0.63 ->
-// 0.82).
-// After the one-slab rules: before them, 128x128ppc2 lost to 64x72sw /
-// 64x80sw at 129-300 rows (0.63-0.91 -> 0.55-0.74).  Over the 51 GEMMs
-// it moves of a grid no rule was made from (K = 1000 ... 5000, all four
-// layouts, config_ab.py): bf16 0.74 -> 0.88 in geomean, one slower (TT
-// 2048 x 500 x 3000 1.68 -> 1.54); fp16 (41) 0.69 -> 0.82.  Copying the operands to aligned rows measured slower
-// (0.60-0.85, the copy's time).  (docs/dispatch.md, "Rows 16 bytes off a 32-byte
-// boundary"; not measured for batches, tf32, split K, nor between the two
-// bands.)
+// 0.82).  Between those bands (more than a wave of 128x128 tiles, less than
+// 9/10 of one of 128x256) 128x256c2 where A is row-major (NN, NT: 7 shapes,
+// 0.65-1.92 -> 0.67-2.72, 1536^2 x 3000 NT 0.71 -> 0.80; one TT, 1536^2 x
+// 1000, lost: 0.83 -> 0.69).  After the one-slab rules: before them,
+// 128x128ppc2 lost to 64x72sw / 64x80sw at 129-300 rows (0.63-0.91 ->
+// 0.55-0.74).  Over the 51 GEMMs it moves of a grid no rule was made from
+// (K = 1000 ... 5000, all four layouts, config_ab.py): bf16 0.74 -> 0.88 in
+// geomean, one slower (TT 2048 x 500 x 3000 1.68 -> 1.54); fp16 (41) 0.69
+// -> 0.82.  Copying the operands to aligned rows measured slower (0.60-0.85,
+// the copy's time).  (docs/dispatch.md, "Rows 16 bytes off a 32-byte
+// boundary"; not measured for batches, tf32 or split K.)
 bool rows_off32(const GemmProblem& p) {
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) return false;
   auto off = [&](const Operand& o) {
@@ -850,7 +852,7 @@ const char* off32_cluster(const GemmProblem& p, const DeviceInfo& dev, const Cho
   if (p.batch != 1 || p.M <= 128 || p.N < 128 || p.K < 8 * 64 || c.split_k > 1 || c.sk_tiles > 0 || !rows_off32(p))
     return nullptr;
   const int64_t sms = sm_count(dev), tm = ceil_div(p.M, 128), tiles128 = tm * ceil_div(p.N, 128);
-  if (tm * ceil_div(p.N, 256) * 10 >= sms * 9) return "128x256c2";
+  if (tiles128 > sms && (tm * ceil_div(p.N, 256) * 10 >= sms * 9 || p.a.row_major())) return "128x256c2";
   if (tiles128 * 3 >= sms && tiles128 <= sms) return "128x128ppc2";
   return nullptr;
 }
