@@ -833,6 +833,36 @@ def test_few_rows_slab(dtype, layout):
         assert "_64x64" not in kernel_name(a, b), (M, N, K)
 
 
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_rows_off32_clusters(dtype, layout):
+    # Operands whose rows start 16 bytes off a 32-byte boundary (hopper.cu's
+    # off32_cluster): 2-CTA clusters in each band, by leading dimension (K =
+    # 3000 / 1000 / 5000; NN's N, TN's M) and by base pointer; the aligned
+    # K = 3008 keeps the other rules.
+    clusters = set()
+    for M, N, K in ((2048, 2048, 3000), (1024, 1024, 3000), (1000, 1000, 1000), (1536, 1536, 3000),
+                    (4096, 1000, 4096), (3000, 512, 5000), (2048, 2048, 3008)):
+        want = expected_name(dtype, M, N, layout, 1, K)
+        cluster = off32_cluster(dtype, M, N, layout, 1, K)
+        if cluster:
+            assert want == variant_name(dtype, cluster, layout), (M, N, K)
+            clusters.add(cluster)
+        a, b = make_operands(M, N, K, dtype, "cuda", layout)
+        assert kernel_name(a, b) == want, (M, N, K)
+        check(a, b, dtype)
+    assert off32_cluster(dtype, 2048, 2048, layout, 1, 3008) is None
+    assert clusters == {"128x256c2", "128x128ppc2"}, clusters
+    # Aligned leading dimensions, A's base pointer 16 bytes past a 32-byte boundary.
+    buf = rand((2048 * 3072 + 8,), dtype, "cuda")
+    a = buf[8:].view(2048, 3072)
+    b = make_operands(2048, 2048, 3072, dtype, "cuda", layout)[1]
+    if layout[0] == "T":
+        a = buf[8:].view(3072, 2048).t()
+    assert kernel_name(a, b) == variant_name(dtype, "128x256c2", layout)
+    check(a, b, dtype)
+
+
 @pytest.mark.parametrize("width", SLAB_WIDTHS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
