@@ -47,6 +47,47 @@ def test_build_table_leaves_out_what_does_not_pay():
     assert tune.build_table([{"key": "c", "settings": {"-": "k"}, "ms": {}, "ok": {}}]) == {}
 
 
+def test_build_table_takes_the_confirming_ratio():
+    """Where a lead was re-timed against the rules' kernel (rec["confirm"]),
+    that pair's ratio counts, not the first pass's."""
+    r = rec("c", 1.0, 0.94)  # +6% in the first pass ...
+    r["confirm"] = {"k_rules": 1.0, "k_alt": 0.995}  # ... 0.5% when re-timed paired
+    assert tune.build_table([r]) == {}
+    r["confirm"] = {"k_rules": 1.0, "k_alt": 0.9}  # a confirmed lead
+    s, gain, worst, n, before, after, over = tune.build_table([r])["c"]
+    assert s == "k_alt" and gain == pytest.approx(1 / 0.9) and after == pytest.approx(before / 0.9)
+    # another configuration than the confirmed pair keeps its first-pass ratio
+    r2 = rec("c", 1.0, 0.8, alt="k_two", kernel="k_two")
+    r2["confirm"] = {"k_rules": 1.0, "k_alt": 0.99}
+    assert tune.build_table([r2])["c"][0] == "k_two"
+
+
+def test_confirm_retimes_a_lead(monkeypatch):
+    """confirm() re-times the fastest correct kernel against the rules' (in
+    alternating order) only where it leads by about MIN_GAIN or more."""
+    from torch_tiled_gemm import bench
+
+    times = {"k_rules": 1.0, "k_alt": 0.97}
+    seen = []
+
+    def fake_time(fn, device):
+        k = os.environ.get("TILED_CONFIG", "-")
+        seen.append(k)
+        return times["k_rules" if k == "-" else k]
+
+    monkeypatch.setattr(bench, "time_ms", fake_time)
+    first = {"k_rules": "-", "k_alt": "k_alt"}
+    r = rec("c", 1.0, 0.9)
+    tune.confirm(r, None, None, first, 4)
+    assert r["confirm"] == {"k_rules": 1.0, "k_alt": 0.97} and seen == ["-", "k_alt", "k_alt", "-"] * 2
+    quiet = rec("c", 1.0, 0.99)  # no lead: nothing re-timed
+    tune.confirm(quiet, None, None, first, 4)
+    assert "confirm" not in quiet
+    wrong = rec("c", 1.0, 0.5, ok=False)  # the fastest is wrong: not a lead
+    tune.confirm(wrong, None, None, first, 4)
+    assert "confirm" not in wrong
+
+
 def test_write_table_round_trip(tmp_path):
     path = tmp_path / "t.tsv"
     tune.write_table(str(path), tune.build_table([rec("gpu=X;m=1", 1.0, 0.8)]), "X", [])
