@@ -70,6 +70,10 @@ def force(monkeypatch, config):
     monkeypatch.setenv("TILED_CONFIG", config)
 
 
+def cdiv(a, b):
+    return -(-a // b)
+
+
 def kernel_name(a, b):
     """The tensor-core config that runs, without the staging prefix (an
     unaligned operand is copied to an aligned one first: "staged_b+sm90_...")."""
@@ -116,7 +120,6 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
     K has >= 128 k-blocks, provided hopper.h's stream_k_tiles is not 0 (the
     tile count is not a multiple of the SM count and every CTA gets a
     k-block).  K = 0: a shallow K."""
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms = num_sms()
     tm = cdiv(M, 128)
     tiles128 = tm * cdiv(N, 128) * batch
@@ -162,7 +165,6 @@ def wave_cost(M, N, batch, tile):
     128x256 cooperative waves (x100), -1 for 128x64 tiles, split-K, stream-K."""
     if tile.startswith("128x64") or "sk" in tile or "streamk" in tile:
         return -1
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms = num_sms()
     tm, tn = cdiv(M, 128), cdiv(N, int(tile[4:7]))
     waves = cdiv(cdiv(tm, 2) * tn * batch, sms // 2) if tile.endswith("c2") else cdiv(tm * tn * batch, sms)
@@ -212,7 +214,6 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     if swap_waves(dtype, M, N, layout, batch, K, streamk):  # the 128x256 swap's cost, if lower
         cost_q = wave_cost(N, M, batch, expected_tile(N, M, batch, dtype, K, streamk))
         cost_p = min(cost_p, cost_q) if cost_q > 0 else cost_p
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
     best, best_cost = None, cost_p * 95
     for w in SWAP_WIDTHS:
         weight = (w * 10000 + 256 * 97 // 2) // (256 * 97)
@@ -285,7 +286,6 @@ def off32_cluster(dtype, M, N, layout, batch, K, streamk=None):
     tile = expected_tile(M, N, batch, dtype, K, streamk)
     if "sk" in tile or "streamk" in tile:
         return None
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
     tiles = cdiv(M, 128) * cdiv(N, 128)
     if tiles > num_sms() and (cdiv(M, 128) * cdiv(N, 256) * 10 >= num_sms() * 9 or layout[0] == "N"):
         return "128x256c2"
@@ -296,7 +296,7 @@ def low_k_pingpong(dtype, M, N, layout, batch, K, streamk):
     """Mirror of hopper.cu's low_k_pingpong (for a fresh, contiguous C): a
     16-bit problem of 2-20 k-blocks, not batched, not TT, N a multiple of 8,
     whose choice as called is 128x256c2."""
-    return (dtype in HALF and batch == 1 and 2 <= -(-K // 64) <= 20 and layout != "TT" and N % 8 == 0
+    return (dtype in HALF and batch == 1 and 2 <= cdiv(K, 64) <= 20 and layout != "TT" and N % 8 == 0
             and streamk is None and expected_tile(M, N, batch, dtype, K, streamk) == "128x256c2")
 
 
@@ -628,7 +628,7 @@ def few_rows_slab(M, N, K, batch):
     M, K 1024..2048, one batch, N / 64 tile rows within one wave: where the
     rule leaves the problem to the skinny kernel, one column of 64-wide
     one-slab tiles."""
-    return batch == 1 and 32 < M <= 64 and 1024 <= K <= 2048 and -(-N // 64) <= num_sms()
+    return batch == 1 and 32 < M <= 64 and 1024 <= K <= 2048 and cdiv(N, 64) <= num_sms()
 
 
 def slab_width(dtype, M, N, layout, batch=1, rule=False, streamk=None, K=0):
@@ -683,7 +683,6 @@ def mid_slab_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     tile = expected_tile(M, N, batch, dtype, K, streamk)
     if tile not in ("128x64", "128x64sk2"):
         return None
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms, rows = num_sms(), cdiv(N, 64) * batch
     if rows > sms:
         return None
@@ -715,7 +714,6 @@ def slab_rule(M, N, b_n_major, batch, rule, streamk):
     """slab_width's rule for a problem of M <= N whose B is N-major or not."""
     if streamk is not None and not rule:
         return None  # (rule: also with stream-K forced)
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
     sms, rows = num_sms(), cdiv(N, 64) * batch
     if M > 128 or (b_n_major and (M <= 16 or (M <= 32 and rows > sms))):
         return None
@@ -1269,7 +1267,7 @@ def test_few_k_blocks_pingpong(dtype, layout):
                            (4096, 4096, 512, 2), (6144, 4096, 96, None)]:
         a, b = make_operands(M, N, K, dtype, "cuda", layout, batch=batch)
         want = expected_name(dtype, M, N, layout, batch or 1, K)
-        few = 2 <= -(-K // 64) <= 20 and batch is None and layout != "TT"
+        few = 2 <= cdiv(K, 64) <= 20 and batch is None and layout != "TT"
         assert want.endswith("_128x128pp_" + layout.lower()) == few, (M, N, K, batch, want)
         check(a, b, dtype, bias=K % 3 == 0, name=want)
 
@@ -1346,7 +1344,6 @@ def test_pingpong_deterministic(pingpong, dtype):
 def expected_split(M, N, K, setting, dtype=torch.bfloat16, batch=1):
     """The split a setting of S ways (2, 4, 8) comes to on K's k-blocks
     (halved until it fits them), or 0: the 128x128sk{S} that runs."""
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
     kb = cdiv(K, 32 if dtype == torch.float32 else 64)
     v = int(setting)
     s = 8 if v >= 8 else 4 if v >= 4 else 2 if v >= 2 else 0

@@ -125,19 +125,34 @@ def measure(entry, dname, rounds, confirm_rounds=0):
         with config_env(first[k]):
             out = torch.ops.tiled.gemm(a, b)
         rec["ok"][k] = bool((out.double() - ref.double()).norm().item() / ref_norm <= TOL[dname])
-    runs = {k: [] for k in kernels + ["torch"]}
     order = kernels + ["torch"]
-    for r in range(rounds):
-        rot = order[r % len(order):] + order[:r % len(order)]
-        for k in rot:
-            if k == "torch":
-                runs[k].append(bench.time_ms(lambda: torch.matmul(a, b), "cuda"))
-            else:
-                with config_env(first[k]):
-                    runs[k].append(bench.time_ms(lambda: torch.ops.tiled.gemm(a, b), "cuda"))
-    rec["ms"] = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
+    rec["ms"] = _median_times(a, b, first, rounds, lambda r: order[r % len(order):] + order[:r % len(order)])
     confirm(rec, a, b, first, confirm_rounds)
     return rec
+
+
+def _median_times(a, b, first, rounds, order):
+    """{kernel or "torch": median ms} over `rounds` rounds, round r timing
+    order(r) in turn (a kernel forced through its first configuration name)."""
+    from . import bench
+
+    runs = {}
+    for r in range(rounds):
+        for k in order(r):
+            if k == "torch":
+                t = bench.time_ms(lambda: torch.matmul(a, b), "cuda")
+            else:
+                with config_env(first[k]):
+                    t = bench.time_ms(lambda: torch.ops.tiled.gemm(a, b), "cuda")
+            runs.setdefault(k, []).append(t)
+    return {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
+
+
+def _best_kernel(rec):
+    """The fastest kernel of a record whose output agreed with torch's (the
+    rules' own where none did)."""
+    return min((k for k in rec["ms"] if k != "torch" and rec["ok"].get(k)), key=rec["ms"].get,
+               default=rec["settings"]["-"])
 
 
 def confirm(rec, a, b, first, rounds):
@@ -148,21 +163,13 @@ def confirm(rec, a, b, first, rounds):
     moment: the first pass's +5.6% of 128x256sw over 128x256c2 measured
     0.994x paired, docs/dispatch.md).  Stored as rec["confirm"] = {kernel:
     median ms}; build_table takes that pair's ratio from it."""
-    from . import bench
-
     rk = rec["settings"]["-"]
-    ok = [k for k in rec["ms"] if k != "torch" and rec["ok"].get(k)]
-    if rounds <= 0 or rk not in ok:
+    if rounds <= 0 or not rec["ok"].get(rk):
         return
-    best = min(ok, key=rec["ms"].get)
+    best = _best_kernel(rec)
     if best == rk or rec["ms"][rk] / rec["ms"][best] < MIN_GAIN - 0.01:
         return
-    runs = {rk: [], best: []}
-    for r in range(rounds):
-        for k in ((rk, best) if r % 2 == 0 else (best, rk)):
-            with config_env(first[k]):
-                runs[k].append(bench.time_ms(lambda: torch.ops.tiled.gemm(a, b), "cuda"))
-    rec["confirm"] = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
+    rec["confirm"] = _median_times(a, b, first, rounds, lambda r: (rk, best) if r % 2 == 0 else (best, rk))
 
 
 def _ratio(r, rules_kernel, kernel):
@@ -294,8 +301,7 @@ def main(argv=None):
                 torch.cuda.empty_cache()
                 if rec["ms"]:
                     rk = rec["settings"]["-"]
-                    best = min((k for k in rec["ms"] if k != "torch" and rec["ok"].get(k)), key=rec["ms"].get,
-                               default=rk)
+                    best = _best_kernel(rec)
                     again = f", {_ratio(rec, rk, best):.3f}x the rules' re-timed" if "confirm" in rec else ""
                     print(f"[{dname} {i + 1}/{len(todo)}] {e['id']}: rules {rk} "
                           f"{rec['ms']['torch'] / rec['ms'][rk]:.3f}x torch, best {best} "

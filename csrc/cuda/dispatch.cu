@@ -393,9 +393,9 @@ bool stored_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) 
 // taken on aligned rows, and the entries lose there (3000^3 NT: 128x144sw
 // 0.55x torch, the rule's 128x256c2 0.72x).
 bool table_setting(const GemmProblem& p, const DeviceInfo& dev, Settings* out) {
-  if (disabled("table") || forced_by_hand() || hopper_off32_cluster(p, dev)) return false;
+  if (disabled("table") || forced_by_hand()) return false;
   autotune::Entry e;
-  if (!autotune::table_lookup(p, dev, &e)) return false;
+  if (!autotune::table_lookup(p, dev, &e) || hopper_off32_cluster(p, dev)) return false;
   if (!e.over.empty() && std::find(e.over.begin(), e.over.end(), name_untuned(p, dev)) == e.over.end()) return false;
   *out = e.settings;
   return true;
