@@ -200,14 +200,14 @@ def swappable16(dtype, M, N, layout, batch):
 
 def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     """Mirror of hopper.cu's swap_width() (None where stream-K is forced on
-    or off: streamk is not None): a 16-bit problem with a row-major A (NN, NT) runs
+    or off: streamk is not None): a 16-bit NN, NT or TN problem runs
     swapped on 128 x W tiles (W columns of M, W in SWAP_WIDTHS: the fewest
     weighted waves, each weighted W / 256 / 0.97, the narrowest of equals)
     where those come >= 5% under wave_cost of the choice as called (or of
     the 128x256 swap where swap_waves takes it, if lower); C (fresh,
     contiguous) must be 16-byte aligned.  The tile name ("128x144") or None."""
-    if not swappable16(dtype, M, N, layout, batch) or streamk is not None:
-        return None
+    if not swappable16(dtype, M, N, "NN" if layout == "TN" else layout, batch) or streamk is not None:
+        return None  # (TN swapped is TN: both operands MN-major)
     cost_p = wave_cost(M, N, batch, expected_tile(M, N, batch, dtype, K, streamk))
     if cost_p <= 0:
         return None
@@ -215,10 +215,14 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
         cost_q = wave_cost(N, M, batch, expected_tile(N, M, batch, dtype, K, streamk))
         cost_p = min(cost_p, cost_q) if cost_q > 0 else cost_p
     best, best_cost = None, cost_p * 95
+    tn = layout == "TN"
     for w in SWAP_WIDTHS:
-        weight = (w * 10000 + 256 * 97 // 2) // (256 * 97)
+        if tn and (w % 16 or cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms()) > 2):
+            continue  # (200, 232: slow with an N-major B; TN within two waves)
+        cols = max(w, 53 * (128 + cdiv(w, 64) * 64) // 100) if tn else w  # TN: bound by B's whole 64-column boxes
+        weight = (cols * 10000 + 256 * 97 // 2) // (256 * 97)
         cost = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms()) * weight * 100
-        if cost < best_cost:
+        if cost < best_cost or (tn and best and cost == best_cost):  # (TN: the widest of equals)
             best, best_cost = f"128x{w}", cost
     return best
 
@@ -585,11 +589,20 @@ def test_swap_width_default(monkeypatch, dtype, layout):
     with monkeypatch.context() as m:
         force(m, "128x192")
         assert kernel_name(a, b) == variant_name(dtype, "128x192", layout)
-    # A column-major A (TN, TT) has no K-major B when swapped: as called.
-    for lay in ("TN", "TT"):
-        assert swap_width(dtype, 1536, 1536, lay) is None
-        a, b = make_operands(1536, 1536, 72, dtype, "cuda", lay)
-        assert kernel_name(a, b) == variant_name(dtype, "128x192", lay)
+    # TT swapped has a K-major A next to an N-major B (no such kernel): as
+    # called.  TN swapped is TN again (both operands MN-major).
+    assert swap_width(dtype, 1536, 1536, "TT") is None
+    a, b = make_operands(1536, 1536, 72, dtype, "cuda", "TT")
+    assert kernel_name(a, b) == variant_name(dtype, "128x192", "TT")
+    assert swap_width(dtype, 1536, 1536, "TN") == "128x160"
+    assert swap_width(dtype, 3072, 768, "TN") == "128x160"
+    assert swap_width(dtype, 768, 3072, "TN") == "128x160"
+    assert swap_width(dtype, 3072, 1024, "TN") == "128x208"
+    assert swap_width(dtype, 2816, 1024, "TN") == "128x176"
+    for M, N, K in ((1536, 1536, 72), (768, 3072, 200), (3072, 1024, 136)):
+        a, b = make_operands(M, N, K, dtype, "cuda", "TN")
+        assert kernel_name(a, b) == variant_name(dtype, swap_width(dtype, M, N, "TN") + "sw", "TN")
+        check(a, b, dtype, bias=True)
 
 
 @pytest.mark.parametrize("width", SWAP_WIDTHS)
@@ -598,7 +611,7 @@ def test_swap_width_default(monkeypatch, dtype, layout):
 def test_swap_width_forced(monkeypatch, dtype, layout, width):
     force(monkeypatch, f"128x{width}sw")
     check_forced_swapped(monkeypatch, dtype, layout, SWAP_WIDTH_FORCED_SHAPES, f"128x{width}",
-                         lambda name: "sw_" not in name or "128x256sw" in name)
+                         lambda name: "sw_" not in name or "128x256sw" in name, tn=True)
 
 
 def check_forced_swapped(monkeypatch, dtype, layout, shapes, tile, as_called, tn=False):

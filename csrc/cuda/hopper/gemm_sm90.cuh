@@ -176,11 +176,12 @@ struct Sm90Config {
   static constexpr int kConsumers = kOneSlab ? 1 : 2;    // warpgroups doing math
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kABytes = kBM * kBK * kElemBytes;  // 16 KB
-  // (A one-slab tile's N-major B is one 64-wide box, whatever kBN.)
-  static constexpr int kBBytes = (kOneSlab ? slab_b_rows(kBN, kBMN) : kBN) * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
+  // (A one-slab tile's N-major B is one 64-wide box, whatever kBN; a
+  // swapped-only width's N-major B whole 64-wide boxes, its last one partly used.)
+  static constexpr int kBBytes = (kOneSlab ? slab_b_rows(kBN, kBMN) : tile_b_rows(static_cast<Tile>(kBN), kBMN)) * kBK * kElemBytes;  // 32 KB (kBN 256) / 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr Tile kTile = static_cast<Tile>(kBN);  // (a Tile's value is its width)
-  static constexpr int kStages = kOneSlab ? slab_stages(kBN, kBMN) : tile_stages(kTile);
+  static constexpr int kStages = kOneSlab ? slab_stages(kBN, kBMN) : tile_stages(kTile, kBMN);
   // 1024 bytes of slack to align the ring to the 128B-swizzle pattern (1 KB),
   // then a 1 KB block with 2 barriers of 8 bytes per stage, then the
   // epilogue scratch (hopper.h).
@@ -201,7 +202,7 @@ struct Sm90Config {
   static_assert(2 * 8 * kStages <= 1024, "barriers fit their block");
   static_assert(8 * 16 * kEpiPitch * sizeof(T) <= kEpiRowsBytes && kEpiRowsBytes <= epilogue_scratch_bytes(kTile),
                 "epilogue scratch: 8 warps x 16 rows");
-  static_assert(kSmemBytes == (kOneSlab ? slab_smem_bytes(kBN, kBMN) : tile_smem_bytes(kTile)),
+  static_assert(kSmemBytes == (kOneSlab ? slab_smem_bytes(kBN, kBMN) : tile_smem_bytes(kTile, kBMN)),
                 "host and kernel agree on shared memory");
   // wgmma has no transpose for tf32: an M-major tf32 A goes through
   // registers (cooperative configs only); an N-major B needs a 16-bit type.
@@ -210,8 +211,8 @@ struct Sm90Config {
   static_assert((kOneSlab && slab_width_index(kBN) >= 0) || kBN == 64 || kBN == 128 || kBN == 144 || kBN == 160 || kBN == 176 || kBN == 192 || kBN == 200 ||
                     kBN == 208 || kBN == 224 || kBN == 232 || kBN == 256,
                 "instantiated wgmma N sizes");
-  static_assert(!kSwappedOnly || (kTransC_ && (!kBMN || kOneSlab) && kCluster == 1),
-                "144-232, one-slab: swapped, no cluster; 144-232 a K-major B");
+  static_assert(!kSwappedOnly || (kTransC_ && kCluster == 1 && (!kBMN || kOneSlab || kAMN)),
+                "144-232, one-slab: swapped, no cluster; 144-232 with an N-major B: an M-major A too (TN)");
   static_assert(!kOneSlab || (kElemBytes == 2 && !kPingPong && !kSplitK && kCluster == 1 &&
                               slab_built(kBN, kAMN, kBMN, kTransC_)),
                 "one-slab: 16-bit, cooperative whole tiles, no cluster, the layouts of hopper.h's slab_built");
@@ -1318,12 +1319,14 @@ const char* launch_choice(const GemmProblem& p, const DeviceInfo& dev, cudaStrea
       if (c.pingpong || c.split_k > 1 || c.sk_tiles > 0 || (c.cluster != 1 && c.tile != Tile::k128x256))
         return "sm90: a 16-bit transposed C needs cooperative whole tiles";
       if (c.slab > 0 || tile_swapped_only(c.tile)) {
-        // No cluster; 144-232: a K-major B (the caller's row-major A).
+        // No cluster; 144-232: a K-major B (the caller's row-major A), or
+        // both operands MN-major (the caller's TN).
         if (c.slab > 0) return launch_slab_choice<T, true>(p, dev, stream, c, workspace);
-        if (c.b_mn) return "sm90: swapped-only tiles (128x144 ... 128x232) need a K-major B";
+        if (c.b_mn && !c.a_mn) return "sm90: swapped-only tiles (128x144 ... 128x232) with an N-major B need an M-major A";
         const int bn = tile_bn(c.tile);
 #define TILED_SM90_SWAPPED_ONLY(BN)                                                                                 \
   if (bn == BN) {                                                                                                   \
+    if (c.b_mn) return launch_sm90<Sm90Config<T, BN, true, true, 1, false, false, true>>(p, dev, stream, c, workspace); \
     if (c.a_mn) return launch_sm90<Sm90Config<T, BN, true, false, 1, false, false, true>>(p, dev, stream, c, workspace); \
     return launch_sm90<Sm90Config<T, BN, false, false, 1, false, false, true>>(p, dev, stream, c, workspace);       \
   }

@@ -312,17 +312,46 @@ constexpr int swap_width_index(Tile t) {
   while (kSwapWidths[i] != t) ++i;
   return i;
 }
-constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 * 97 / 2) / (256 * 97); }
+// A TN problem runs swapped with both operands MN-major: its B (the caller's
+// A^T) arrives in whole 64-column boxes, and the narrow widths are bound by
+// those loads, not by the width's wgmmas.  Its columns of work per k-block:
+// the width, or 0.53 x the rows loaded (128 of A, the width rounded up to 64
+// of B) where that is more: 144 and 160 as 169, 176 as 176, 208 as 208
+// (fitted to the H200's TN sweep, bf16: 128x144sw ran at 0.84 of its NN
+// speed at 3072 x 768 x 4096, 160 at 0.93, 176 at 0.97, 208 and 224 at
+// 0.98-0.99).  200 and 232 (odd multiples of 8) are not taken: with an
+// N-major B they ran at 0.55-0.75 of the widths beside them.
+constexpr bool swap_width_mn_ok(Tile t) { return tile_bn(t) % 16 == 0; }
+constexpr int64_t swap_width_cols(Tile t, bool tn) {
+  const int64_t w = tile_bn(t), load = 53 * (128 + (w + 63) / 64 * 64) / 100;
+  return tn && load > w ? load : w;
+}
+constexpr int64_t swap_width_weight(Tile t, bool tn) {
+  return (swap_width_cols(t, tn) * 10000 + 256 * 97 / 2) / (256 * 97);
+}
+bool tn_layout(const GemmProblem& p) { return !p.a.row_major() && p.b.row_major(); }
 // The caller's problem on swapped-only tiles `t` (128 rows of N by the
-// width's columns of M): weighted waves x 100.
+// width's columns of M): weighted waves x 100 (a width a TN problem does not
+// take: past any other).
 [[maybe_unused]] int64_t swap_width_cost(const GemmProblem& p, Tile t, int64_t sms) {
-  return ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch, sms) * swap_width_weight(t) * 100;
+  const bool tn = tn_layout(p);
+  if (tn && !swap_width_mn_ok(t)) return int64_t{1} << 40;
+  return ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch, sms) * swap_width_weight(t, tn) * 100;
 }
 
 // A bf16/fp16 problem with a row-major A may run swapped on 128-row tiles of
 // N by 144, 160, 176, 200, 208, 224 or 232 columns of M (C^T = B^T A^T, whose B = A^T is then
 // K-major, so a tile of any width arrives as exactly that many rows; C^T's
-// tiles stored transposed by TMA): M is covered in steps that whole tiles of
+// tiles stored transposed by TMA), and so may a TN problem (the weight
+// gradient dY^T X: swapped it is TN again, B = A^T N-major, read in whole
+// 64-column boxes; swap_width_cols prices that), within two waves and not on
+// 200 / 232.  H200, bf16, against the kernels it replaced (config_ab.py,
+// 3 rounds): the 23 corpus GEMMs it moves 0.92 -> 0.98 of torch in geomean
+// (3072 x 768 x 4096 0.88 -> 0.92, 3072 x 1024 x 4112 0.83 -> 0.95), a grid
+// of 50 TN shapes no rule was made from 0.87 -> 0.94 (fp16 likewise); slower
+// by > 3%: 768 x 3072 x 12608 / 16384 (the table's 128x128streamk, 1.07 ->
+// 1.00), 3840 x 1280 x 514 (0.91 -> 0.87), 1152 x 4096 x 4096 (0.76 -> 0.68).
+// M is covered in steps that whole tiles of
 // 128 or 256 columns pack badly into waves, e.g. 1536^3 on 132 SMs: 96 tiles
 // of 128x192 (one wave, 73% of the SMs) against 132 of 128x144 swapped;
 // 777x4096: 112 tiles of 128x256 against 128 of 128x200 (4 x 200 = 800
@@ -337,7 +366,8 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
 // caller's problem and it swapped; `fills`: swap_fills_waves(pp, qq).
 [[maybe_unused]] Tile swap_width(Planned& pp, Planned& qq, bool fills) {
   const GemmProblem& p = pp.p;
-  if (p.dtype == DType::f32 || !p.a.row_major() || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return Tile::k128x256;
+  const bool tn = tn_layout(p);
+  if (p.dtype == DType::f32 || (!p.a.row_major() && !tn) || p.M < 1 || p.N < 1 || !c_tma_ok(p, 2)) return Tile::k128x256;
   const int64_t sms = sm_count(pp.dev);
   int64_t cost_p = wave_cost(p, pp.choice(), sms);
   if (cost_p <= 0) return Tile::k128x256;
@@ -348,8 +378,12 @@ constexpr int64_t swap_width_weight(Tile t) { return (tile_bn(t) * 10000 + 256 *
   Tile best = Tile::k128x256;
   int64_t best_cost = cost_p * 95;  // x100: at least 5% fewer weighted waves
   for (Tile t : kSwapWidths) {
+    // TN: within two waves, where the waves saved outweigh the loads' cost
+    // (3072 x 3072 x 4096 on 3 waves of 128x208sw: 0.89 against 0.95 for the table's 128x192).
+    if (tn && ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch, sms) > 2) continue;
     const int64_t cost = swap_width_cost(p, t, sms);
-    if (cost < best_cost) {
+    // (TN: the widest of equals, whose fewer tiles load fewer boxes)
+    if (cost < best_cost || (tn && cost == best_cost && best != Tile::k128x256)) {
       best = t;
       best_cost = cost;
     }
@@ -615,12 +649,13 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
     // 0.89 / 0.93-0.97, NT 0.91 / 0.95-0.97, 128x2048x4096 0.90-0.91 /
     // 0.98-1.00; explore aa65e63).
     w.group_m = slab > 0 ? 1 : c.group_m;
-    // One-slab tiles: the layouts built for them; 144-232: swapped, a K-major B.
-    if (slab > 0 ? !sm90::slab_built(slab, w.a_mn, w.b_mn, swapped) : (!swapped || w.b_mn)) return false;
+    // One-slab tiles: the layouts built for them; 144-232: swapped, a K-major
+    // B or both operands MN-major (the caller's TN).
+    if (slab > 0 ? !sm90::slab_built(slab, w.a_mn, w.b_mn, swapped) : (!swapped || (w.b_mn && !w.a_mn))) return false;
     c = w;
   }
   if (dev.max_smem_per_block_optin <
-      static_cast<size_t>(c.slab > 0 ? sm90::slab_smem_bytes(c.slab, c.b_mn) : sm90::tile_smem_bytes(c.tile)))
+      static_cast<size_t>(c.slab > 0 ? sm90::slab_smem_bytes(c.slab, c.b_mn) : sm90::tile_smem_bytes(c.tile, c.b_mn)))
     return false;
   // Neither a tf32 register A nor a transposed C has ping-pong or split-K kernels.
   if ((swapped || (p.dtype == DType::f32 && c.a_mn)) && (c.pingpong || c.split_k > 1)) return false;

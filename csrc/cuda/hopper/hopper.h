@@ -55,8 +55,9 @@ namespace sm90 {
 
 // Each value is the tile's width (BN).  k128x144 ... k128x232 (widths not a
 // multiple of 64): 16-bit problems run swapped only (C^T's tiles stored
-// transposed, a K-major B: the caller's row-major A), where their width packs
-// the caller's M into whole waves (hopper.cu, swap_width).
+// transposed; B = the caller's A^T, K-major for a row-major A, N-major for a
+// TN problem's column-major A), where their width packs the caller's M into
+// whole waves (hopper.cu, swap_width).
 enum class Tile : int {
   k128x64 = 64, k128x128 = 128, k128x144 = 144, k128x160 = 160, k128x176 = 176, k128x192 = 192,
   k128x200 = 200, k128x208 = 208, k128x224 = 224, k128x232 = 232, k128x256 = 256
@@ -142,8 +143,16 @@ constexpr int ring_stages(int stage_rows, int scratch, int most) {
 constexpr int ring_smem_bytes(int stage_rows, int scratch, int most) {
   return 1024 + ring_stages(stage_rows, scratch, most) * stage_rows * 128 + 1024 + scratch;
 }
-constexpr int tile_stages(Tile t) { return ring_stages(128 + tile_bn(t), epilogue_scratch_bytes(t), 8); }
-constexpr int tile_smem_bytes(Tile t) { return ring_smem_bytes(128 + tile_bn(t), epilogue_scratch_bytes(t), 8); }
+// An N-major B (b_mn) arrives in whole 64-column boxes: a swapped-only width
+// (144 ... 232, swapped TN problems) takes the next multiple of 64 rows of
+// its stage, 4 stages of 40 KB (144-176) or 48 KB (200-232).
+constexpr int tile_b_rows(Tile t, bool b_mn) { return b_mn ? (tile_bn(t) + 63) / 64 * 64 : tile_bn(t); }
+constexpr int tile_stages(Tile t, bool b_mn = false) {
+  return ring_stages(128 + tile_b_rows(t, b_mn), epilogue_scratch_bytes(t), 8);
+}
+constexpr int tile_smem_bytes(Tile t, bool b_mn = false) {
+  return ring_smem_bytes(128 + tile_b_rows(t, b_mn), epilogue_scratch_bytes(t), 8);
+}
 
 // One-slab tiles (16-bit): 64 rows by W columns, one consumer warpgroup.
 // For a small M (NN / NT / TN) they run swapped: 64 rows of the caller's N
