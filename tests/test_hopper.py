@@ -680,7 +680,7 @@ def slab_width_as_called(dtype, M, N, layout, batch=1, rule=False, streamk=None,
     return width("64x64") if got is None and (streamk is None or rule) and few_rows_slab(N, M, K, batch) else got
 
 
-MID_SLAB_WIDTHS = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128)
+MID_SLAB_WIDTHS = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128, 144, 160)
 
 
 def mid_slab_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
@@ -694,8 +694,11 @@ def mid_slab_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     if streamk is not None or M <= 128 or N <= 128 or not swappable16(dtype, M, N, layout, batch):
         return None
     tile = expected_tile(M, N, batch, dtype, K, streamk)
-    if tile not in ("128x64", "128x64sk2"):
+    if tile not in ("128x64", "128x64sk2", "128x128"):
         return None
+    bn = int(tile[4:7].rstrip("s"))
+    if bn == 128 and cdiv(M, 128) * cdiv(N, 128) * batch > num_sms():
+        return None  # (128x128 tiles: within one wave)
     sms, rows = num_sms(), cdiv(N, 64) * batch
     if rows > sms:
         return None
@@ -704,8 +707,8 @@ def mid_slab_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     if w is None or w < 32:
         return None
     split = 2 if tile == "128x64sk2" else 1
-    waves = cdiv(cdiv(M, 128) * cdiv(N, 64) * batch * split, sms)
-    return f"64x{w}" if 64 * w * 100 * split <= waves * 128 * 64 * 85 else None
+    waves = cdiv(cdiv(M, 128) * cdiv(N, bn) * batch * split, sms)
+    return f"64x{w}" if 64 * w * 100 * split <= waves * 128 * bn * 85 else None
 
 
 def n_major_slab(tile, N, layout, swapped=False):
@@ -886,7 +889,7 @@ def test_slab_forced(monkeypatch, dtype, layout, width):
 # The wide one-slab tiles (64 x 72 ... 128, swapped only, a K-major B: NN and
 # NT), forced: a mid-size problem, ragged M and N, a batch, several tiles per
 # CTA, one k-block; TN / TT and an unaligned C run as called.
-WIDE_SLAB_WIDTHS = (72, 80, 88, 96, 112, 128)
+WIDE_SLAB_WIDTHS = (72, 80, 88, 96, 112, 128, 144, 160)
 WIDE_SLAB_FORCED_SHAPES = [(514, 1280, 264, None), (130, 200, 520, None), (33, 264, 200, 3), (1000, 9000, 72, None),
                            (300, 136, 64, None), (128, 64, 72, 2), (777, 1000, 136, None)]
 
@@ -909,9 +912,12 @@ def test_wide_slab_forced(monkeypatch, dtype, layout, width):
 # 6 tiles of 64x88, 1576 x 384 on 6 x 22 of 64x72, 308 x 768 (128x64 split
 # in two by the rules) on 12 x 10 of 64x32; not 788 x 1024 (64x112: 0.875 of
 # a 128x64 tile's work), 2048 x 1024 (128x128 tiles), 1024 x 1024 x 2048 TN
-# (no K-major B when swapped), 1000 x 1000 (64x128: as much work as 128x64).
+# (no K-major B when swapped), 1000 x 1000 (64x128: as much work as 128x64);
+# where the rules give 128x128 tiles within one wave, 1584 x 768 on 12 x 11
+# tiles of 64x144 and 308 x 3072 on 48 x 2 of 64x160.
 MID_SLAB_SHAPES = [(514, 1280, 3840, "64x88"), (1576, 384, 1536, "64x72"), (308, 768, 3072, "64x32"),
-                   (788, 1024, 3072, None), (2048, 1024, 1024, None), (1000, 1000, 200, None)]
+                   (788, 1024, 3072, None), (2048, 1024, 1024, None), (1000, 1000, 200, None),
+                   (1584, 768, 3072, "64x144"), (308, 3072, 768, "64x160")]
 
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN"])

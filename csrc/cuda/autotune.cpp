@@ -148,11 +148,11 @@ std::vector<Settings> candidates(const GemmProblem& p) {
   // GPU's SMs): the one-slab tiles as called too, whose 64-row tiles give
   // twice the CTAs or more (H100, docs/dispatch.md: 0.83 -> 0.92-1.03 at
   // K = 1024, mixed at K = 4096; for the tuner to settle per class).
-  // Up to one wave of 128x64 tiles on a Hopper GPU (132 SMs): the wide
-  // one-slab tiles (64x72sw ... 64x128sw) too, as hopper.cu's
+  // Up to one wave of 128x128 tiles on a Hopper GPU (132 SMs): the wide
+  // one-slab tiles (64x72sw ... 64x160sw) too, as hopper.cu's
   // mid_slab_width picks them.
   const int64_t tiles64 = ceil_div(p.M, 128) * ceil_div(p.N, 64) * p.batch;
-  const bool few = tiles64 <= 64, one_wave = tiles64 <= 132;
+  const bool few = tiles64 <= 64, one_wave = ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch <= 132;
   for (const std::string& n : hopper_config_list(p)) {
     const bool slab = n.find("_64x") != std::string::npos;
     const bool as_called = n.find("sw_") == std::string::npos;

@@ -571,11 +571,16 @@ bool tn_layout(const GemmProblem& p) { return !p.a.row_major() && p.b.row_major(
 
 // One-slab tiles for mid-size problems (both sides > 128), which the rules
 // give 128x64 tiles (whole, or K split in two) because 128x128 ones would
-// fill at most half the SMs: a 16-bit NN or NT problem runs swapped on
-// tiles of 64 rows of N by W columns of M, W the narrowest width (of
-// kSlabWidths from 32 to 128) at which the N / 64 tile rows times M / W
-// tile columns fit one wave, where such a tile holds <= 85% of the work a
-// 128x64 tile (or its half, split) holds per SM and wave.  E.g. 514 x 1280
+// fill at most half the SMs, or 128x128 tiles within one wave: a 16-bit NN
+// or NT problem runs swapped on tiles of 64 rows of N by W columns of M, W
+// the narrowest width (of kSlabWidths from 32 to 160) at which the N / 64
+// tile rows times M / W tile columns fit one wave, where such a tile holds
+// <= 85% of the work a 128x64 / 128x128 tile (or its half, split) holds per
+// SM and wave.  The 128x128 case (widths 144 and 160 added for it; H200,
+// bf16, config_ab.py against the kernels replaced): 60 NN / NT shapes of M
+// 300-1700 by N 768-4096 0.80 -> 0.96 of torch, none slower; corpus
+// 1584 x 768 x 3072 NT 0.77 -> 0.94 (cuBLAS runs 64x144 there), 394 x 2304
+// x 768 NT 0.84 -> 0.98.  E.g. 514 x 1280
 // x 3840 NN on 132 SMs: 5 x 20 tiles of 128x64, the last tile row 2 / 128
 // used, against 20 x 6 of 64x88 (0.69 of the work per SM); cuBLAS runs it
 // on 120 CTAs of 64x88 (ncu, H200: 11.5 us against our 22.1).  Returns W,
@@ -585,8 +590,12 @@ bool tn_layout(const GemmProblem& p) { return !p.a.row_major() && p.b.row_major(
   const GemmProblem& p = pp.p;
   if (!slab_problem(p) || !p.a.row_major() || p.M <= 128 || p.N <= 128) return 0;
   const Choice& c = pp.choice();
-  if (c.tile != Tile::k128x64 || c.sk_tiles > 0 || c.cluster != 1 || c.pingpong) return 0;
+  if ((c.tile != Tile::k128x64 && c.tile != Tile::k128x128) || c.sk_tiles > 0 || c.cluster != 1 || c.pingpong)
+    return 0;
   const int64_t sms = sm_count(pp.dev);
+  const int64_t bn = tile_bn(c.tile);
+  // 128x128 tiles: only where they fill at most one wave.
+  if (bn == 128 && (c.split_k > 1 || ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch > sms)) return 0;
   const int64_t rows = ceil_div(p.N, 64) * p.batch;
   if (rows > sms) return 0;
   const int64_t need = ceil_div(p.M, sms / rows);
@@ -598,8 +607,8 @@ bool tn_layout(const GemmProblem& p) { return !p.a.row_major() && p.b.row_major(
   // 0.50).
   if (w < 32) return 0;
   const int64_t split = c.split_k > 1 ? c.split_k : 1;
-  const int64_t waves = ceil_div(ceil_div(p.M, 128) * ceil_div(p.N, 64) * p.batch * split, sms);
-  return int64_t{64} * w * 100 * split <= waves * 128 * 64 * 85 ? w : 0;
+  const int64_t waves = ceil_div(ceil_div(p.M, 128) * ceil_div(p.N, bn) * p.batch * split, sms);
+  return int64_t{64} * w * 100 * split <= waves * 128 * bn * 85 ? w : 0;
 }
 
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
@@ -669,7 +678,7 @@ bool plan_as(Planned& planned, bool swapped, Choice* choice, Tile width = Tile::
 // hopper_config_name).  The variant's index is the list's, which the Choice
 // <-> name mapping below (variant_index, variant_choice) follows.
 const char* const kDtypes[3] = {"bf16", "f16", "tf32"};
-constexpr int kNumVariants = 35;
+constexpr int kNumVariants = 37;
 const char* const kVariants[kNumVariants] = {
     "128x256",    "128x128",   "128x256c2",      "128x128pp",      "128x128ppc2",   "128x128sk2",
     "128x128sk4", "128x128sk8", "128x64",        "128x256streamk", "128x128streamk", "128x64streamk",
@@ -678,7 +687,7 @@ const char* const kVariants[kNumVariants] = {
     "128x144", "128x160", "128x176", "128x200", "128x208", "128x224", "128x232",
     // the one-slab widths, in kSlabWidths order
     "64x8", "64x16", "64x24", "64x32", "64x40", "64x48", "64x56", "64x64", "64x72", "64x80", "64x88", "64x96",
-    "64x112", "64x128"};
+    "64x112", "64x128", "64x144", "64x160"};
 constexpr int kFirstSwapWidth = 14, kFirstSlab = 21;
 static_assert(kFirstSwapWidth + sizeof(kSwapWidths) / sizeof(kSwapWidths[0]) == kFirstSlab &&
                   kFirstSlab + sizeof(sm90::kSlabWidths) / sizeof(sm90::kSlabWidths[0]) == kNumVariants,

@@ -161,10 +161,10 @@ constexpr int tile_smem_bytes(Tile t, bool b_mn = false) {
 // read from the first W columns of a 64-wide box.  Their stages are small
 // ((64 + W) x 128 bytes, 128 x 128 with an N-major B), so the ring holds up
 // to 16 of them next to the TMA store buffers.  The widths past 64 (72 ...
-// 128) run swapped only, with a K-major B (the caller's row-major A: NN and
+// 160) run swapped only, with a K-major B (the caller's row-major A: NN and
 // NT), for mid-size problems whose 128-row tiles leave SMs idle (hopper.cu,
 // mid_slab_width).
-constexpr int kSlabWidths[14] = {8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128};
+constexpr int kSlabWidths[16] = {8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128, 144, 160};
 constexpr int kMaxNarrowSlab = 64;
 constexpr int slab_width_index(int w) {
   for (int i = 0; i < static_cast<int>(sizeof(kSlabWidths) / sizeof(kSlabWidths[0])); ++i)
