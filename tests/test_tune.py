@@ -62,6 +62,20 @@ def test_build_table_takes_the_confirming_ratio():
     assert tune.build_table([r2])["c"][0] == "k_two"
 
 
+def test_latest_and_stale_records():
+    """A GEMM measured again supersedes its earlier record; a record whose
+    rules' kernel the rules no longer pick is stale (measured again), one of
+    the older format (switch-named candidates) never is."""
+    def r(i, rules, dtype="bf16", **extra):
+        return dict(id=i, dtype=dtype, settings={"-": rules, **extra}, ms={}, ok={})
+    old, new, other = r("g1", "k_a"), r("g1", "k_b"), r("g1", "k_a", dtype="fp16")
+    assert tune.latest([old, other, new]) == [new, other]
+    switches = r("g2", "k_x", **{"TILED_SM90_SCHEDULE=pingpong": "k_y"})
+    now = {"g1": "k_b", "g2": "k_z"}
+    assert tune.stale([old, switches], lambda rec: now[rec["id"]]) == {("bf16", "g1")}
+    assert tune.stale([new, switches], lambda rec: now[rec["id"]]) == set()
+
+
 def test_confirm_retimes_a_lead(monkeypatch):
     """confirm() re-times the fastest correct kernel against the rules' (in
     alternating order) only where it leads by about MIN_GAIN or more."""

@@ -16,7 +16,10 @@ distinct kernels and torch.matmul are timed in interleaved rounds (do_bench
 medians with L2 flushed, the order rotating every round) on fresh random
 operands, and every output is compared with torch's.  Each GEMM's
 measurements are appended to the raw file (JSON lines) as soon as they
-exist, so a run cut short resumes where it stopped.
+exist, so a run cut short resumes where it stopped.  A GEMM whose rules'
+choice has changed since it was measured (a rule was added or moved) is
+measured again: its entries were timed against a kernel the rules no longer
+pick; each GEMM counts with its latest measurement.
 
 The table is then rebuilt from every raw measurement of this GPU: per
 class, the configuration (the kernel name, less a "staged_*+" prefix) with
@@ -172,6 +175,37 @@ def confirm(rec, a, b, first, rounds):
     rec["confirm"] = _median_times(a, b, first, rounds, lambda r: (rk, best) if r % 2 == 0 else (best, rk))
 
 
+def latest(records):
+    """Each (dtype, GEMM)'s last record: the raw file is appended to, so a
+    GEMM measured again supersedes what was measured before."""
+    out = {}
+    for r in records:
+        out[(r["dtype"], r["id"])] = r
+    return list(out.values())
+
+
+def stale(records, rules_kernel):
+    """The (dtype, id) of the records whose rules' choice the rules no longer
+    make: rules_kernel(record) names the kernel they pick now.  Records of the
+    older format (kernels named as they were then) are left as they are."""
+    return {(r["dtype"], r["id"]) for r in records
+            if not any("=" in k for k in r["settings"]) and rules_kernel(r) != r["settings"].get("-")}
+
+
+def _rules_kernel_now(rec):
+    """The kernel the rules pick for a record's GEMM in this process (the
+    table is off in the tuner, TILED_CONFIG unset)."""
+    from . import bench
+
+    torch.backends.cuda.matmul.allow_tf32 = rec["dtype"] == "tf32"
+    try:
+        a, b = bench.operands(rec["M"], rec["N"], rec["K"], bench.DTYPES[rec["dtype"]], rec["layout"], "cuda",
+                              rec["batch"])
+        return torch.ops.tiled.gemm_kernel_name(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
 def _ratio(r, rules_kernel, kernel):
     """The rules' time over `kernel`'s on record r: from the confirming
     re-timing where it timed both, else from the first pass."""
@@ -281,9 +315,13 @@ def main(argv=None):
     gpu = torch.cuda.get_device_name()
     raw = args.raw or f"tune-{table_name(gpu)[:-4]}.jsonl"
     table_path = args.table or default_table(gpu)
-    records = load_raw(raw, gpu)
+    records = latest(load_raw(raw, gpu))
     if not args.table_only:
-        done = {(r["dtype"], r["id"]) for r in records}
+        moved = stale(records, _rules_kernel_now)
+        torch.cuda.empty_cache()
+        if moved:
+            print(f"{len(moved)} measured GEMMs whose rules' choice has changed since: measured again", flush=True)
+        done = {(r["dtype"], r["id"]) for r in records} - moved
         entries = corpus.corpus("tuned", min_gflop=args.min_gflop)
         t0 = time.time()
         stopped = False
@@ -310,6 +348,7 @@ def main(argv=None):
             if stopped:
                 print(f"time budget reached: {raw} holds what was measured; run again to go on", flush=True)
                 break
+    records = latest(records)
     table = build_table(records)
     write_table(table_path, table, gpu, records)
     print(f"{len(table)} classes in {table_path} (from {len(records)} measured GEMMs in {raw})")
