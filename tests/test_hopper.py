@@ -217,11 +217,12 @@ def swap_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     best, best_cost = None, cost_p * 95
     tn = layout == "TN"
     for w in SWAP_WIDTHS:
-        if tn and (w % 16 or cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms()) > 2):
+        waves = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms())
+        if tn and (w % 16 or waves > 2):
             continue  # (200, 232: slow with an N-major B; TN within two waves)
         cols = max(w, 53 * (128 + cdiv(w, 64) * 64) // 100) if tn else w  # TN: bound by B's whole 64-column boxes
         weight = (cols * 10000 + 256 * 97 // 2) // (256 * 97)
-        cost = cdiv(cdiv(N, 128) * cdiv(M, w) * batch, num_sms()) * weight * 100
+        cost = waves * weight * 100
         if cost < best_cost or (tn and best and cost == best_cost):  # (TN: the widest of equals)
             best, best_cost = f"128x{w}", cost
     return best

@@ -101,15 +101,20 @@ def _geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def _operands(entry, dname):
+    """Fresh random operands of a corpus GEMM (or a raw record of one) in a dtype."""
+    from . import bench
+
+    return bench.operands(entry["M"], entry["N"], entry["K"], bench.DTYPES[dname], entry["layout"], "cuda",
+                          entry["batch"])
+
+
 def measure(entry, dname, rounds, confirm_rounds=0):
     """One corpus GEMM in one dtype: its class, each candidate configuration's
     kernel, each kernel's median time and whether its output agrees with
     torch's; with confirm_rounds, a lead re-timed against the rules' kernel
     (confirm)."""
-    from . import bench
-
-    dtype = bench.DTYPES[dname]
-    a, b = bench.operands(entry["M"], entry["N"], entry["K"], dtype, entry["layout"], "cuda", entry["batch"])
+    a, b = _operands(entry, dname)
     key, *cands = torch.ops.tiled.gemm_tuning(a, b)
     kernel_of = {}
     for s in cands:
@@ -195,13 +200,9 @@ def stale(records, rules_kernel):
 def _rules_kernel_now(rec):
     """The kernel the rules pick for a record's GEMM in this process (the
     table is off in the tuner, TILED_CONFIG unset)."""
-    from . import bench
-
     torch.backends.cuda.matmul.allow_tf32 = rec["dtype"] == "tf32"
     try:
-        a, b = bench.operands(rec["M"], rec["N"], rec["K"], bench.DTYPES[rec["dtype"]], rec["layout"], "cuda",
-                              rec["batch"])
-        return torch.ops.tiled.gemm_kernel_name(a, b)
+        return torch.ops.tiled.gemm_kernel_name(*_operands(rec, rec["dtype"]))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = False
 

@@ -33,15 +33,10 @@ def run(M, N, K, lda, ldb, rounds):
     b = torch.randn(N, ldb, device="cuda", dtype=torch.bfloat16)[:, :K].t()
     ref = a.double() @ b.double()
     err = bench.rel_err(torch.ops.tiled.gemm(a, b), ref)
-    ms = {"ours": [], "torch": []}
-    for r in range(rounds):
-        for k in (["ours", "torch"] if r % 2 == 0 else ["torch", "ours"]):
-            f = (lambda: torch.ops.tiled.gemm(a, b)) if k == "ours" else (lambda: torch.matmul(a, b))
-            ms[k].append(bench.time_ms(f, "cuda"))
-    med = {k: sorted(v)[len(v) // 2] for k, v in ms.items()}
+    ours, theirs, _ = bench.paired(lambda: torch.ops.tiled.gemm(a, b), lambda: torch.matmul(a, b), "cuda", rounds)
     return dict(M=M, N=N, K=K, lda=lda, ldb=ldb, lda_bytes_mod_128=lda * 2 % 128, ldb_bytes_mod_128=ldb * 2 % 128,
-                kernel=torch.ops.tiled.gemm_kernel_name(a, b), ours_ms=med["ours"], torch_ms=med["torch"],
-                ratio=med["torch"] / med["ours"], rel_err=err)
+                kernel=torch.ops.tiled.gemm_kernel_name(a, b), ours_ms=ours, torch_ms=theirs,
+                ratio=theirs / ours, rel_err=err)
 
 
 def main():

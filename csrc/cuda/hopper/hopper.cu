@@ -330,13 +330,16 @@ constexpr int64_t swap_width_weight(Tile t, bool tn) {
   return (swap_width_cols(t, tn) * 10000 + 256 * 97 / 2) / (256 * 97);
 }
 bool tn_layout(const GemmProblem& p) { return !p.a.row_major() && p.b.row_major(); }
-// The caller's problem on swapped-only tiles `t` (128 rows of N by the
-// width's columns of M): weighted waves x 100 (a width a TN problem does not
-// take: past any other).
+// The waves of the caller's problem on swapped-only tiles `t` (128 rows of
+// N by the width's columns of M).
+int64_t swap_width_waves(const GemmProblem& p, Tile t, int64_t sms) {
+  return ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch, sms);
+}
+// Those waves weighted, x 100 (a width a TN problem does not take: past any other).
 [[maybe_unused]] int64_t swap_width_cost(const GemmProblem& p, Tile t, int64_t sms) {
   const bool tn = tn_layout(p);
   if (tn && !swap_width_mn_ok(t)) return int64_t{1} << 40;
-  return ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch, sms) * swap_width_weight(t, tn) * 100;
+  return swap_width_waves(p, t, sms) * swap_width_weight(t, tn) * 100;
 }
 
 // A bf16/fp16 problem with a row-major A may run swapped on 128-row tiles of
@@ -380,7 +383,7 @@ bool tn_layout(const GemmProblem& p) { return !p.a.row_major() && p.b.row_major(
   for (Tile t : kSwapWidths) {
     // TN: within two waves, where the waves saved outweigh the loads' cost
     // (3072 x 3072 x 4096 on 3 waves of 128x208sw: 0.89 against 0.95 for the table's 128x192).
-    if (tn && ceil_div(ceil_div(p.N, 128) * ceil_div(p.M, tile_bn(t)) * p.batch, sms) > 2) continue;
+    if (tn && swap_width_waves(p, t, sms) > 2) continue;
     const int64_t cost = swap_width_cost(p, t, sms);
     // (TN: the widest of equals, whose fewer tiles load fewer boxes)
     if (cost < best_cost || (tn && cost == best_cost && best != Tile::k128x256)) {
