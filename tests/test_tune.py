@@ -35,6 +35,10 @@ def test_build_table_picks_a_consistent_winner():
     s, gain, worst, n, before, after, over = t["c1"]
     assert s == "k_alt" and n == 2 and over == "k_rules" and gain == pytest.approx(1 / 0.9) and worst == pytest.approx(1 / 0.9)
     assert before == pytest.approx((1.0 * 0.5) ** 0.5) and after > before
+    # a GEMM of the class whose rules already ran the winner: the entry does not name it as a choice it applies over
+    same = {"key": "c1", "settings": {"-": "k_alt"}, "ms": {"k_alt": 1.0, "torch": 1.0}, "ok": {"k_alt": True}}
+    s, gain, worst, n, before, after, over = tune.build_table([rec("c1", 1.0, 0.8), rec("c1", 2.0, 1.6), same])["c1"]
+    assert s == "k_alt" and n == 3 and over == "k_rules" and worst == pytest.approx(1.0)
 
 
 def test_build_table_leaves_out_what_does_not_pay():

@@ -251,7 +251,8 @@ def build_table(records):
             # named then, which dispatch would not recognize: such an entry keeps
             # applying to its whole class, as the tables it built did.)
             old = any("=" in s for r in recs for s in r["settings"])
-            over = None if old else ",".join(sorted({config_of(rk) for rk in rules}))
+            # (where the rules already ran `c` the entry changes nothing: not listed)
+            over = None if old else ",".join(sorted({config_of(rk) for rk in rules} - {c}))
             table[key] = (c, best[1], best[2], len(recs), before, after, over)
     return table
 
