@@ -257,6 +257,9 @@ def expected_name(dtype, M, N, layout, batch=1, K=0, streamk=None, slab=True):
     one_slab = slab and mid_slab_width(dtype, M, N, layout, batch, K, streamk)
     if one_slab:
         return f"sm90_{TAG[dtype]}_{one_slab}sw_{layout.lower()}"
+    one_slab = slab and tn_few_tiles_slab(dtype, M, N, layout, batch, K, streamk)
+    if one_slab:
+        return f"sm90_{TAG[dtype]}_{one_slab}_{layout.lower()}"
     cluster = off32_cluster(dtype, M, N, layout, batch, K, streamk)
     if cluster:
         return f"sm90_{TAG[dtype]}_{cluster}_{layout.lower()}"
@@ -712,6 +715,20 @@ def mid_slab_width(dtype, M, N, layout, batch=1, K=0, streamk=None):
     return f"64x{w}" if 64 * w * 100 * split <= waves * 128 * bn * 85 else None
 
 
+def tn_few_tiles_slab(dtype, M, N, layout, batch=1, K=0, streamk=None):
+    """Mirror of hopper.cu's tn_few_tiles_slab(): a 16-bit TN problem (one
+    batch, M and N past 64, K 1024-4096, A TMA-readable and B's rows whole
+    32-byte sectors: M % 8, N % 16) whose rules' choice is 128x64 tiles,
+    whole or split in two, filling at most half the SMs runs as called on
+    64x64 one-slab tiles.  "64x64" or None (also where streamk is not None)."""
+    if (dtype not in HALF or layout != "TN" or batch != 1 or streamk is not None or M <= 64 or N <= 64
+            or not 1024 <= K <= 4096 or M % 8 or N % 16):
+        return None
+    if expected_tile(M, N, batch, dtype, K, streamk) not in ("128x64", "128x64sk2"):
+        return None
+    return "64x64" if cdiv(M, 128) * cdiv(N, 64) * 2 <= num_sms() else None
+
+
 def n_major_slab(tile, N, layout, swapped=False):
     """The tile for an N-major B (NN, TN as called; TN swapped, N then the
     caller's M) given the rule's: none where B's rows are not 32-byte
@@ -934,6 +951,29 @@ def test_mid_slab_rule(dtype, layout):
         assert name == expected_name(dtype, M, N, layout, K=K), (M, N, K, name)
         assert (want is not None) == (name == variant_name(dtype, f"{tile}sw", layout)), (M, N, K, name)
         check(a, b, dtype, bias=M % 2 == 0)
+
+
+# TN problems whose 128x64 tiles fill at most half the SMs (tn_few_tiles_slab;
+# 132 SMs): 320 x 1024 (48 tiles; at K = 2048 the rules split K in two),
+# 1024 x 384, 640 x 640 on 64x64 tiles as called; not 512 x 1536 (96 tiles),
+# K = 8192 or 512, nor an N whose rows are not 32-byte multiples (1000).
+TN_FEW_TILES = [(320, 1024, 1024, "64x64"), (320, 1024, 2048, "64x64"), (1024, 384, 4096, "64x64"),
+                (640, 640, 2048, "64x64"), (512, 1536, 2048, None), (320, 1024, 8192, None),
+                (640, 640, 512, None), (1024, 1000, 2048, None)]
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_tn_few_tiles_slab(dtype):
+    for M, N, K, tile in TN_FEW_TILES:
+        want = tile if num_sms() == 132 else tn_few_tiles_slab(dtype, M, N, "TN", K=K)
+        assert tn_few_tiles_slab(dtype, M, N, "TN", K=K) == want, (M, N, K)
+        a, b = make_operands(M, N, K, dtype, "cuda", "TN")
+        name = kernel_name(a, b)
+        assert name == expected_name(dtype, M, N, "TN", K=K), (M, N, K, name)
+        assert (want is not None) == (name == variant_name(dtype, "64x64", "TN")), (M, N, K, name)
+        check(a, b, dtype, bias=N % 4 == 0)
+        if want is not None:
+            exact_check(M, N, K, dtype, "TN", bias=True)
 
 
 def check_as_called(a, b, dtype, shape, layout):

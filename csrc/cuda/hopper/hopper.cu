@@ -614,6 +614,31 @@ int64_t swap_width_waves(const GemmProblem& p, Tile t, int64_t sms) {
   return int64_t{64} * w * 100 * split <= waves * 128 * bn * 85 ? w : 0;
 }
 
+// TN problems (weight gradients dW = dY^T X of small layers) whose 128x64
+// tiles, whole or K split in two, fill at most half the SMs run as called
+// on one-slab tiles of 64 rows of M by 64 columns of N: twice the CTAs,
+// each streaming all of K.  K 1024-4096, one batch, M and N past 64, B's
+// rows whole 32-byte sectors (n_major_width).  Measured (H200, bf16, table
+// off, config_sweep.py, 3 interleaved rounds; tn_sub_wave in
+// explore/dispatch-ab-NVIDIA-H200.json), rules / 64x64: 320x1024x1024 0.88
+// / 1.05, x2048 0.76 (128x64sk2) / 0.97, x4096 0.75 / 0.91; 640x640x1024
+// 0.80 / 0.93, x2048 0.84 / 1.07, x4096 0.99 / 1.01; 1024x384x1024 0.82 /
+// 1.02, x2048 0.80 / 0.94, x4096 0.69 / 0.90 (48-50 tiles of 128x64); the
+// tuning pass, 1152x384x1576 (54 tiles) 0.76 -> 0.95, fp16 0.80 -> 0.96.
+// From 80 tiles 128x64 wins (256x2560x2048 0.83 / 0.70, 512x1536 0.87 /
+// 0.71, 1408x640 0.91 / 0.78); 64x32 and 64x48 tiles lose past K = 1024,
+// split K (128x64sk2, 128x128sk2) everywhere here.  Returns W, or 0 for none.
+[[maybe_unused]] int tn_few_tiles_slab(Planned& pp) {
+  const GemmProblem& p = pp.p;
+  if (!slab_problem(p) || p.a.row_major() || !p.b.row_major() || p.batch != 1 || p.M <= 64 || p.N <= 64 ||
+      p.K < 1024 || p.K > 4096)
+    return 0;
+  const Choice& c = pp.choice();
+  if (c.tile != Tile::k128x64 || c.sk_tiles > 0 || c.cluster != 1 || c.pingpong || c.split_k > 2) return 0;
+  if (ceil_div(p.M, 128) * ceil_div(p.N, 64) * 2 > sm_count(pp.dev)) return 0;
+  return n_major_width(64, p.N, true, false);
+}
+
 // Whether the Hopper kernel takes `p` (already swapped where `swapped`); if
 // so, its Choice (c_trans set when swapped).  `width`: a swapped-only
 // 128-row tile (swap_width), `slab`: a one-slab width (slab_width, or
@@ -925,6 +950,11 @@ bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* l
   }
   const int mid = mid_slab_width(pp);
   if (mid > 0 && swapped(Tile::k128x256, mid)) return true;
+  const int tn_slab = tn_few_tiles_slab(pp);
+  if (tn_slab > 0 && plan_as(pp, false, choice, Tile::k128x256, tn_slab)) {
+    if (launched) *launched = caller;
+    return true;
+  }
   const char* cluster = off32_cluster(caller, dev, pp.choice());
   if (cluster && plan_named(caller, dev, cluster, launched, choice)) {
     if (off32) *off32 = true;
