@@ -2,6 +2,7 @@
 csrc/cuda/autotune.h): the table's file name, how a class's entry is chosen
 from measurements, and (on a GPU with a shipped table) that dispatch runs
 each entry's setting and steps aside for a switch set by hand."""
+import json
 import os
 import subprocess
 import sys
@@ -140,6 +141,60 @@ def test_config_env():
 
 def test_cpu_has_nothing_to_tune():
     assert torch.ops.tiled.gemm_tuning(torch.randn(3, 4), torch.randn(4, 5)) == ["cpu", "-"]
+
+
+def test_table_only_without_a_gpu(tmp_path):
+    """--table-only builds the table of the one GPU a raw file measured, on a
+    machine without it."""
+    if torch.cuda.is_available():
+        pytest.skip("has a GPU")
+    key = "gpu=X;sms=1;dtype=bfloat16;tf32=0;layout=nn;m=1;n=1;k=1;batched=0"
+    raw, table = tmp_path / "raw.jsonl", tmp_path / "t.tsv"
+    pp = "sm90_bf16_128x128pp_nn"
+    raw.write_text("".join(json.dumps(dict(rec(key, 1.0, 0.8, alt=pp, kernel=pp), gpu="GPU X", dtype="bf16", id=i)) + "\n"
+                           for i in ("a", "b")) + '{"cut short\n')
+    r = subprocess.run([sys.executable, "-m", "torch_tiled_gemm.tune", "--table-only", "--raw", str(raw),
+                        "--table", str(table)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "from 2 corpus GEMMs" in table.read_text() and "GPU X" in table.read_text()
+    assert [ln.split("\t")[:2] for ln in table.read_text().splitlines() if not ln.startswith("#")] == [[key, pp]]
+    # records of two GPUs: which table is meant cannot be told
+    with raw.open("a") as f:
+        f.write(json.dumps(dict(rec(key, 1.0, 0.8), gpu="GPU Y", dtype="bf16", id="c")) + "\n")
+    r = subprocess.run([sys.executable, "-m", "torch_tiled_gemm.tune", "--table-only", "--raw", str(raw),
+                        "--table", str(table)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and "one GPU" in r.stderr
+
+
+def test_sigterm_stops_after_the_gemm_and_writes_the_table(tmp_path, monkeypatch):
+    """A run stopped by SIGTERM (`timeout`) keeps what it measured and
+    writes the table from it (GPU, corpus and timing stubbed)."""
+    import signal
+    from torch_tiled_gemm import corpus as corpus_mod
+
+    key = "gpu=X;sms=1;dtype=bfloat16;tf32=0;layout=nn;m=1;n=1;k=1;batched=0"
+    pp = "sm90_bf16_128x128pp_nn"
+    timed = []
+
+    def measure(entry, dname, rounds, confirm_rounds=0):
+        timed.append(entry["id"])
+        if len(timed) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # arrives while the second GEMM is timed
+        return dict(rec(key, 1.0, 0.8, alt=pp, kernel=pp), dtype=dname, id=entry["id"])
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "GPU X")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(corpus_mod, "corpus", lambda *a, **k: [{"id": i} for i in "abcd"])
+    monkeypatch.setattr(tune, "measure", measure)
+    for k in ("TILED_DISABLE_KERNELS", "TILED_CONFIG", "TILED_AUTOTUNE_CACHE"):  # (main sets / clears them)
+        monkeypatch.setenv(k, "")
+    before = signal.getsignal(signal.SIGTERM)
+    raw, table = tmp_path / "raw.jsonl", tmp_path / "t.tsv"
+    tune.main(["--dtypes", "bf16,fp16", "--raw", str(raw), "--table", str(table)])
+    assert timed == ["a", "b"] and len(raw.read_text().splitlines()) == 2
+    assert "from 2 corpus GEMMs" in table.read_text()
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_tuner_refuses_without_a_gpu():

@@ -5,6 +5,10 @@ GEMMs and writes the per-GPU dispatch table shipped in the package.
         [--min-gflop X] [--time-budget SECONDS] [--raw FILE.jsonl] [--table FILE.tsv]
     python -m torch_tiled_gemm.tune --table-only [--raw FILE.jsonl] [--table FILE.tsv]
 
+(--table-only needs no GPU where the raw file measured one GPU only: the
+table is that GPU's.  A run stopped by SIGTERM, e.g. by `timeout`, finishes
+the GEMM it is timing and writes the table from what was measured.)
+
 For each GEMM of the corpus's tuning part (torch_tiled_gemm/corpus.py; the
 held-out part is never timed here) and each dtype, the extension names the
 GEMM's dispatch class and the configurations worth timing for it
@@ -44,6 +48,7 @@ import datetime
 import json
 import math
 import os
+import signal
 import sys
 import time
 
@@ -274,6 +279,7 @@ def write_table(path, table, gpu, records):
 
 
 def load_raw(path, gpu):
+    """The raw file's records of `gpu` (None: of every GPU)."""
     recs = []
     if os.path.exists(path):
         with open(path) as f:
@@ -282,7 +288,7 @@ def load_raw(path, gpu):
                     r = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line cut short by a stopped run
-                if r.get("gpu") == gpu:
+                if gpu is None or r.get("gpu") == gpu:
                     recs.append(r)
     return recs
 
@@ -312,13 +318,23 @@ def main(argv=None):
     from . import corpus
     import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
 
-    if not torch.cuda.is_available():
-        sys.exit("tune: needs a CUDA GPU (the table is per GPU)")
-    gpu = torch.cuda.get_device_name()
+    if torch.cuda.is_available():
+        gpu = torch.cuda.get_device_name()
+    elif args.table_only and args.raw:
+        # without a GPU: the one GPU the raw file measured
+        gpus = sorted({r.get("gpu") for r in load_raw(args.raw, None)})
+        if len(gpus) != 1:
+            sys.exit(f"tune: --table-only without a GPU needs a raw file of one GPU ({args.raw}: {gpus})")
+        gpu = gpus[0]
+    else:
+        sys.exit("tune: needs a CUDA GPU (the table is per GPU; --table-only --raw FILE runs without one)")
     raw = args.raw or f"tune-{table_name(gpu)[:-4]}.jsonl"
     table_path = args.table or default_table(gpu)
     records = latest(load_raw(raw, gpu))
     if not args.table_only:
+        # SIGTERM (a `timeout`): stop after the GEMM being timed, then write the table
+        term = []
+        on_term = signal.signal(signal.SIGTERM, lambda *_: term.append(True))
         moved = stale(records, _rules_kernel_now)
         torch.cuda.empty_cache()
         if moved:
@@ -331,7 +347,7 @@ def main(argv=None):
             todo = [e for e in entries if (dname, e["id"]) not in done][: args.limit]
             torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
             for i, e in enumerate(todo):
-                if args.time_budget and time.time() - t0 > args.time_budget:
+                if term or (args.time_budget and time.time() - t0 > args.time_budget):
                     stopped = True
                     break
                 rec = dict(measure(e, dname, args.rounds, args.confirm_rounds), gpu=gpu)
@@ -348,8 +364,10 @@ def main(argv=None):
                           f"{rec['ms']['torch'] / rec['ms'][best]:.3f}x{again}", flush=True)
             torch.backends.cuda.matmul.allow_tf32 = False
             if stopped:
-                print(f"time budget reached: {raw} holds what was measured; run again to go on", flush=True)
+                why = "stopped" if term else "time budget reached"
+                print(f"{why}: {raw} holds what was measured; run again to go on", flush=True)
                 break
+        signal.signal(signal.SIGTERM, on_term)
     records = latest(records)
     table = build_table(records)
     write_table(table_path, table, gpu, records)
