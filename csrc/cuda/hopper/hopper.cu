@@ -935,26 +935,26 @@ bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* l
   const bool nn = tf32_swapped(caller), tf32_nt = tf32_nt_swap_wanted(caller);
   Planned pp{caller, dev}, qq{swap_operands(caller), dev};
   const bool fills = !nn && !tf32_nt && swap_fills_waves(pp, qq);
-  // The swapped problem on `width` / `slab` tiles (see plan_as), if it can run.
+  // The swapped problem on `width` / `slab` tiles (see plan_as), if it can run;
+  // the problem as called on `slab` tiles (0: the rules' whole tiles).
   auto swapped = [&](Tile width, int slab) {
     if (!plan_as(qq, true, choice, width, slab)) return false;
     if (launched) *launched = qq.p;
     return true;
   };
+  auto as_called = [&](int slab) {
+    if (!plan_as(pp, false, choice, Tile::k128x256, slab)) return false;
+    if (launched) *launched = caller;
+    return true;
+  };
   const int slab = slab_width(pp);
   if (slab > 0 && swapped(Tile::k128x256, slab)) return true;
   const int slab_n = slab_width_as_called(pp, qq);
-  if (slab_n > 0 && plan_as(pp, false, choice, Tile::k128x256, slab_n)) {
-    if (launched) *launched = caller;
-    return true;
-  }
+  if (slab_n > 0 && as_called(slab_n)) return true;
   const int mid = mid_slab_width(pp);
   if (mid > 0 && swapped(Tile::k128x256, mid)) return true;
   const int tn_slab = tn_few_tiles_slab(pp);
-  if (tn_slab > 0 && plan_as(pp, false, choice, Tile::k128x256, tn_slab)) {
-    if (launched) *launched = caller;
-    return true;
-  }
+  if (tn_slab > 0 && as_called(tn_slab)) return true;
   const char* cluster = off32_cluster(caller, dev, pp.choice());
   if (cluster && plan_named(caller, dev, cluster, launched, choice)) {
     if (off32) *off32 = true;
@@ -967,9 +967,7 @@ bool plan_rules(const GemmProblem& caller, const DeviceInfo& dev, GemmProblem* l
     if (swapped(Tile::k128x256, 0)) return true;
     if (nn) return false;  // NN has no unswapped form: dispatch stages an operand
   }
-  if (!plan_as(pp, false, choice)) return false;
-  if (launched) *launched = caller;
-  return true;
+  return as_called(0);
 }
 
 }  // namespace
