@@ -143,15 +143,24 @@ def test_cpu_has_nothing_to_tune():
     assert torch.ops.tiled.gemm_tuning(torch.randn(3, 4), torch.randn(4, 5)) == ["cpu", "-"]
 
 
-def test_table_only_without_a_gpu(tmp_path, monkeypatch):
+# A class key and a configuration of its layout, for the tests that run main().
+MAIN_KEY = "gpu=X;sms=1;dtype=bfloat16;tf32=0;layout=nn;m=1;n=1;k=1;batched=0"
+MAIN_PP = "sm90_bf16_128x128pp_nn"
+
+
+@pytest.fixture
+def main_env(monkeypatch):
+    """main() sets or clears these: restored after the test."""
+    for k in ("TILED_DISABLE_KERNELS", "TILED_CONFIG", "TILED_AUTOTUNE_CACHE"):
+        monkeypatch.setenv(k, "")
+
+
+def test_table_only_without_a_gpu(tmp_path, monkeypatch, main_env):
     """--table-only builds the table of the one GPU a raw file measured, on a
     machine without it (no GPU here, or one hidden)."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    for k in ("TILED_DISABLE_KERNELS", "TILED_CONFIG", "TILED_AUTOTUNE_CACHE"):  # (main sets / clears them)
-        monkeypatch.setenv(k, "")
-    key = "gpu=X;sms=1;dtype=bfloat16;tf32=0;layout=nn;m=1;n=1;k=1;batched=0"
+    key, pp = MAIN_KEY, MAIN_PP
     raw, table = tmp_path / "raw.jsonl", tmp_path / "t.tsv"
-    pp = "sm90_bf16_128x128pp_nn"
     raw.write_text("".join(json.dumps(dict(rec(key, 1.0, 0.8, alt=pp, kernel=pp), gpu="GPU X", dtype="bf16", id=i)) + "\n"
                            for i in ("a", "b")) + '{"cut short\n')
     args = ["--table-only", "--raw", str(raw), "--table", str(table)]
@@ -165,14 +174,13 @@ def test_table_only_without_a_gpu(tmp_path, monkeypatch):
         tune.main(args)
 
 
-def test_sigterm_stops_after_the_gemm_and_writes_the_table(tmp_path, monkeypatch):
+def test_sigterm_stops_after_the_gemm_and_writes_the_table(tmp_path, monkeypatch, main_env):
     """A run stopped by SIGTERM (`timeout`) keeps what it measured and
     writes the table from it (GPU, corpus and timing stubbed)."""
     import signal
     from torch_tiled_gemm import corpus as corpus_mod
 
-    key = "gpu=X;sms=1;dtype=bfloat16;tf32=0;layout=nn;m=1;n=1;k=1;batched=0"
-    pp = "sm90_bf16_128x128pp_nn"
+    key, pp = MAIN_KEY, MAIN_PP
     timed = []
 
     def measure(entry, dname, rounds, confirm_rounds=0):
@@ -186,8 +194,6 @@ def test_sigterm_stops_after_the_gemm_and_writes_the_table(tmp_path, monkeypatch
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(corpus_mod, "corpus", lambda *a, **k: [{"id": i} for i in "abcd"])
     monkeypatch.setattr(tune, "measure", measure)
-    for k in ("TILED_DISABLE_KERNELS", "TILED_CONFIG", "TILED_AUTOTUNE_CACHE"):  # (main sets / clears them)
-        monkeypatch.setenv(k, "")
     before = signal.getsignal(signal.SIGTERM)
     raw, table = tmp_path / "raw.jsonl", tmp_path / "t.tsv"
     tune.main(["--dtypes", "bf16,fp16", "--raw", str(raw), "--table", str(table)])

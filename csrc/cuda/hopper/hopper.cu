@@ -634,7 +634,7 @@ int64_t swap_width_waves(const GemmProblem& p, Tile t, int64_t sms) {
       p.K < 1024 || p.K > 4096)
     return 0;
   const Choice& c = pp.choice();
-  if (c.tile != Tile::k128x64 || c.sk_tiles > 0 || c.cluster != 1 || c.pingpong || c.split_k > 2) return 0;
+  if (c.tile != Tile::k128x64 || c.sk_tiles > 0 || c.cluster != 1 || c.pingpong) return 0;  // (128x64 splits K in two at most)
   if (ceil_div(p.M, 128) * ceil_div(p.N, 64) * 2 > sm_count(pp.dev)) return 0;
   return n_major_width(64, p.N, true, false);
 }
