@@ -425,6 +425,131 @@ def test_fuse_mlps_hand_built():
     torch.testing.assert_close(m3(x), ref(x), rtol=1e-5, atol=1e-6)
 
 
+class HandPhi3MLP(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.gate_up_proj = nn.Linear(d, 2 * h, bias=False)
+        self.down_proj = nn.Linear(h, d, bias=False)
+        self.activation_fn = nn.SiLU()
+
+    def forward(self, x):
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(up * self.activation_fn(gate))
+
+
+HandPhi3MLP.__name__ = "Phi3MLP"
+
+
+def t5_cast(h, w):
+    """transformers' T5 blocks: the hidden state to wo's dtype (float32 in some checkpoints), unless int8."""
+    return h.to(w.dtype) if h.dtype != w.dtype and w.dtype != torch.int8 else h
+
+
+class HandT5Gated(nn.Module):
+    def __init__(self, d, h, p=0.0):
+        super().__init__()
+        self.wi_0 = nn.Linear(d, h, bias=False)
+        self.wi_1 = nn.Linear(d, h, bias=False)
+        self.wo = nn.Linear(h, d, bias=False)
+        self.dropout = nn.Dropout(p)
+        self.act = nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        h = self.dropout(self.act(self.wi_0(x)) * self.wi_1(x))
+        return self.wo(t5_cast(h, self.wo.weight))
+
+
+HandT5Gated.__name__ = "T5DenseGatedActDense"
+
+
+class HandT5(nn.Module):
+    def __init__(self, d, h, p=0.0):
+        super().__init__()
+        self.wi = nn.Linear(d, h, bias=False)
+        self.wo = nn.Linear(h, d, bias=False)
+        self.dropout = nn.Dropout(p)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        h = self.dropout(self.act(self.wi(x)))
+        return self.wo(t5_cast(h, self.wo.weight))
+
+
+HandT5.__name__ = "T5DenseActDense"
+
+
+class HandNeoX(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.dense_h_to_4h = nn.Linear(d, h)
+        self.dense_4h_to_h = nn.Linear(h, d)
+        self.act = nn.GELU()
+
+    def forward(self, x):
+        return self.dense_4h_to_h(self.act(self.dense_h_to_4h(x)))
+
+
+HandNeoX.__name__ = "GPTNeoXMLP"
+
+
+class HandStarcoder2(nn.Module):
+    def __init__(self, d, h, p=0.0):
+        super().__init__()
+        self.c_fc = nn.Linear(d, h)
+        self.c_proj = nn.Linear(h, d)
+        self.act = nn.GELU(approximate="tanh")
+        self.residual_dropout = p
+
+    def forward(self, x):
+        out = self.c_proj(self.act(self.c_fc(x)))
+        return F.dropout(out, p=self.residual_dropout, training=self.training)
+
+
+HandStarcoder2.__name__ = "Starcoder2MLP"
+
+
+@pytest.mark.parametrize("make", [
+    lambda: HandPhi3MLP(16, 24), lambda: HandT5Gated(16, 24), lambda: HandT5(16, 24), lambda: HandNeoX(16, 24),
+    lambda: HandStarcoder2(16, 24),
+], ids=["Phi3MLP", "T5DenseGatedActDense", "T5DenseActDense", "GPTNeoXMLP", "Starcoder2MLP"])
+def test_fuse_mlps_more_blocks_hand_built(make):
+    """The transformers blocks as their forwards read (CI has no transformers):
+    same outputs and gradients, the same state_dict."""
+    model = check_fused_block(make, (2, 5, 16))
+    assert type(model).__name__.startswith("Fused")
+    ttg.unfuse_mlps(model)
+    assert not type(model).__name__.startswith("Fused")
+
+
+@pytest.mark.parametrize("make", [lambda: HandT5Gated(16, 24, p=0.5), lambda: HandT5(16, 24, p=0.5),
+                                  lambda: HandStarcoder2(16, 24, p=0.5)], ids=["t5-gated", "t5", "starcoder2"])
+def test_fuse_mlps_dropout_kept(make):
+    """The block's dropout still applies in training, and not in eval."""
+    torch.manual_seed(0)
+    ref = make()
+    model = copy.deepcopy(ref)
+    assert ttg.fuse_mlps(model, warn=False).fused
+    x = torch.randn(2, 5, 16)
+    ref.eval()
+    model.eval()
+    torch.testing.assert_close(model(x), ref(x), rtol=1e-5, atol=1e-6)
+    model.train()
+    assert not torch.allclose(model(x), ref(x))
+
+
+def test_fuse_mlps_t5_wo_kept_in_float32():
+    """T5 checkpoints keep wo in float32: the block casts its hidden state to wo's dtype, fused too."""
+    torch.manual_seed(0)
+    ref = HandT5Gated(16, 24).to(torch.bfloat16)
+    ref.wo.float()
+    model = copy.deepcopy(ref)
+    assert ttg.fuse_mlps(model, warn=False).fused
+    x = torch.randn(2, 5, 16, dtype=torch.bfloat16)
+    y = model(x)
+    assert y.dtype == torch.float32
+    torch.testing.assert_close(y, ref(x), rtol=2e-2, atol=2e-2)
+
+
 def test_fuse_mlps_unsupported_activation():
     m = HandMlp(8, 16, act=nn.Tanh)
     report = ttg.fuse_mlps(m, warn=False)
@@ -517,6 +642,65 @@ def test_transformers_blocks():
         check_fused_block(lambda: vit.ViTMLP(cfg), (2, 5, 16))
     else:
         check_fused_block(lambda: vit.ViTIntermediate(cfg), (2, 5, 16))
+
+
+def test_transformers_more_blocks():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.phi3.modeling_phi3 import Phi3MLP
+    from transformers.models.phi.modeling_phi import PhiMLP
+    from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXMLP
+    from transformers.models.falcon.modeling_falcon import FalconMLP
+    from transformers.models.starcoder2.modeling_starcoder2 import Starcoder2MLP
+    from transformers.models.t5.modeling_t5 import T5DenseActDense, T5DenseGatedActDense
+    from transformers.models.clip.modeling_clip import CLIPMLP
+    from transformers.models.siglip.modeling_siglip import SiglipMLP
+
+    check_fused_block(lambda: Phi3MLP(transformers.Phi3Config(hidden_size=16, intermediate_size=40,
+                                                               num_attention_heads=2)), (2, 5, 16))
+    check_fused_block(lambda: PhiMLP(transformers.PhiConfig(hidden_size=16, intermediate_size=40,
+                                                             num_attention_heads=2)), (2, 5, 16))
+    check_fused_block(lambda: GPTNeoXMLP(transformers.GPTNeoXConfig(hidden_size=16, intermediate_size=40,
+                                                                     num_attention_heads=2)), (2, 5, 16))
+    check_fused_block(lambda: FalconMLP(transformers.FalconConfig(hidden_size=16, num_attention_heads=2,
+                                                                   ffn_hidden_size=40, bias=False)), (2, 5, 16))
+    check_fused_block(lambda: Starcoder2MLP(transformers.Starcoder2Config(
+        hidden_size=16, intermediate_size=40, num_attention_heads=2, residual_dropout=0.0)), (2, 5, 16))
+    t5_gated = transformers.T5Config(d_model=16, d_ff=40, num_heads=2, feed_forward_proj="gated-gelu",
+                                     dropout_rate=0.0)
+    check_fused_block(lambda: T5DenseGatedActDense(t5_gated), (2, 5, 16))
+    check_fused_block(lambda: T5DenseActDense(transformers.T5Config(d_model=16, d_ff=40, num_heads=2,
+                                                                    dropout_rate=0.0)), (2, 5, 16))
+    check_fused_block(lambda: CLIPMLP(transformers.CLIPVisionConfig(hidden_size=16, intermediate_size=40,
+                                                                    num_attention_heads=2, hidden_act="gelu")),
+                      (2, 5, 16))
+    check_fused_block(lambda: SiglipMLP(transformers.SiglipVisionConfig(hidden_size=16, intermediate_size=40,
+                                                                        num_attention_heads=2)), (2, 5, 16))
+    # Left alone, with the reason: CLIP's QuickGELU, Falcon's layers with a bias (rounded before the add).
+    clip = CLIPMLP(transformers.CLIPVisionConfig(hidden_size=16, intermediate_size=40, num_attention_heads=2))
+    assert "unsupported activation" in ttg.fuse_mlps(clip, warn=False).skipped[0][1]
+    falcon = FalconMLP(transformers.FalconConfig(hidden_size=16, num_attention_heads=2, ffn_hidden_size=40,
+                                                 bias=True))
+    assert "not a plain linear layer" in ttg.fuse_mlps(falcon, warn=False).skipped[0][1]
+
+
+def test_transformers_t5_and_phi3_models():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(vocab_size=50, d_model=16, d_kv=8, d_ff=40, num_layers=2, num_heads=2,
+                                feed_forward_proj="gated-gelu", dropout_rate=0.0, pad_token_id=0,
+                                decoder_start_token_id=0)
+    ref = transformers.T5ForConditionalGeneration(cfg)
+    model = copy.deepcopy(ref)
+    assert len(ttg.fuse_mlps(model, warn=False).fused) == 4  # two encoder and two decoder layers
+    ids = torch.randint(0, 50, (2, 7))
+    torch.testing.assert_close(model(input_ids=ids, labels=ids).loss, ref(input_ids=ids, labels=ids).loss,
+                               rtol=1e-5, atol=1e-6)
+    cfg = transformers.Phi3Config(vocab_size=50, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                                  num_key_value_heads=2, num_hidden_layers=2, pad_token_id=0)
+    ref = transformers.Phi3ForCausalLM(cfg)
+    model = copy.deepcopy(ref)
+    assert len(ttg.fuse_mlps(model, warn=False).fused) == 2
+    torch.testing.assert_close(model(ids, labels=ids).loss, ref(ids, labels=ids).loss, rtol=1e-5, atol=1e-6)
 
 
 def test_transformers_llama_model():

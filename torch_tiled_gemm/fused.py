@@ -9,11 +9,15 @@ working, checkpoints load both ways, and `unfuse_mlps` restores the classes.
 Recognised (by class name, then by the children the forward uses):
   timm          Mlp (fc1 -> act -> fc2), GluMlp (fc1 chunked), SwiGLU
   transformers  LlamaMLP-like gated MLPs (gate_proj, up_proj, down_proj,
-                act_fn): Llama, Mistral, Qwen2/3, Gemma 1-3, ...; GPT2MLP
-                (Conv1D weights, [in, out]); ViTMLP; BertIntermediate (+ the
-                activation) and BertOutput (+ the residual add, when its
-                dropout is inactive); ViTIntermediate / ViTOutput of older
-                releases.
+                act_fn): Llama, Mistral, Qwen2/3, Gemma 1-3, ...; Phi3MLP
+                (gate and up in one gate_up_proj); T5DenseGatedActDense
+                (T5 v1.1, Flan-T5) and T5DenseActDense; GPT2MLP (Conv1D
+                weights, [in, out]); two-layer MLPs: ViTMLP, PhiMLP,
+                CLIPMLP, SiglipMLP, GPTNeoXMLP (Pythia), FalconMLP,
+                Starcoder2MLP; BertIntermediate (+ the activation) and
+                BertOutput (+ the residual add, when its dropout is
+                inactive), RoBERTa's too; ViTIntermediate / ViTOutput of
+                older releases.
 A block whose activation or layers are not supported (Conv2d layers, a
 LoRA-wrapped linear, QuickGELU, ...) is left as it is and reported.
 """
@@ -75,14 +79,18 @@ def module_activation(act) -> Optional[str]:
 
 def _weight(layer) -> Optional[Tuple[torch.Tensor, Optional[torch.Tensor]]]:
     """(weight as [out, in], bias) of a plain linear layer: nn.Linear (any
-    subclass that keeps Linear's forward, e.g. TiledLinear) or transformers'
-    Conv1D, whose weight is [in, out] (read transposed, no copy)."""
+    subclass that keeps Linear's forward, e.g. TiledLinear), transformers'
+    Conv1D, whose weight is [in, out] (read transposed, no copy), or
+    transformers' FalconLinear without a bias."""
     if isinstance(layer, nn.Linear) and (type(layer).forward is nn.Linear.forward or _is_tiled(layer)):
         if _is_tiled(layer) and getattr(layer, "activation", "none") != "none":
             return None
         return layer.weight, layer.bias
     if type(layer).__name__ == "Conv1D" and hasattr(layer, "nf") and getattr(layer, "weight", None) is not None:
         return layer.weight.t(), layer.bias
+    if isinstance(layer, nn.Linear) and type(layer).__name__ == "FalconLinear" and layer.bias is None:
+        # x @ weight.T, as Linear's; with a bias it rounds the product before adding it
+        return layer.weight, None
     return None
 
 
@@ -142,18 +150,62 @@ def _gated_forward(gate, up, down, extra):
     return forward
 
 
-def _glu_forward(self, x):
-    # timm GluMlp: fc1's output chunked in two along the features; the gate
-    # is the second half (gate_last) or the first.  Views of the one weight.
-    w, b = _weight(self.fc1)
+def _chunked_gated(x, layer, gate_first, act):
+    """act(gate) * up where one linear layer's output holds both, chunked in
+    two along the features (gate first or last): views of its one weight."""
+    w, b = _weight(layer)
     half = w.shape[0] // 2
     first, second = (slice(0, half), slice(half, 2 * half))
-    g, u = (second, first) if self.gate_last else (first, second)
-    h = gated_linear(x, w[g], w[u], self._ttg_act, None if b is None else b[g], None if b is None else b[u])
+    g, u = (first, second) if gate_first else (second, first)
+    return gated_linear(x, w[g], w[u], act, None if b is None else b[g], None if b is None else b[u])
+
+
+def _glu_forward(self, x):
+    # timm GluMlp: the gate is fc1's second half (gate_last) or its first.
+    h = _chunked_gated(x, self.fc1, not self.gate_last, self._ttg_act)
     h = self.drop1(h)
     h = self.norm(h)
     w2, b2 = _weight(self.fc2)
     return self.drop2(linear(h, w2, b2))
+
+
+def _phi3_forward(self, hidden_states):
+    # transformers Phi3MLP: gate_up_proj's output chunked, the gate first.
+    h = _chunked_gated(hidden_states, self.gate_up_proj, True, self._ttg_act)
+    wd, bd = _weight(self.down_proj)
+    return linear(h, wd, bd)
+
+
+def _to_weight_dtype(h, layer):
+    # transformers' T5 blocks cast to wo's dtype (kept in float32 in some
+    # checkpoints) unless wo is int8.
+    w = layer.weight
+    return h.to(w.dtype) if h.dtype != w.dtype and w.dtype != torch.int8 else h
+
+
+def _t5_forward(self, hidden_states):
+    # transformers T5DenseActDense: wi -> act -> dropout -> wo.
+    w, b = _weight(self.wi)
+    h = self.dropout(linear_act(hidden_states, w, b, self._ttg_act))
+    wo, bo = _weight(self.wo)
+    return linear(_to_weight_dtype(h, self.wo), wo, bo)
+
+
+def _t5_gated_forward(self, hidden_states):
+    # transformers T5DenseGatedActDense: act(wi_0 x) * wi_1 x -> dropout -> wo.
+    wg, bg = _weight(self.wi_0)
+    wu, bu = _weight(self.wi_1)
+    h = self.dropout(gated_linear(hidden_states, wg, wu, self._ttg_act, bg, bu))
+    wo, bo = _weight(self.wo)
+    return linear(_to_weight_dtype(h, self.wo), wo, bo)
+
+
+def _starcoder2_forward(self, hidden_states):
+    # transformers Starcoder2MLP: c_fc -> act -> c_proj -> functional dropout.
+    w1, b1 = _weight(self.c_fc)
+    w2, b2 = _weight(self.c_proj)
+    out = linear(linear_act(hidden_states, w1, b1, self._ttg_act), w2, b2)
+    return nn.functional.dropout(out, p=self.residual_dropout, training=self.training)
 
 
 def _intermediate_forward(self, hidden_states):
@@ -188,6 +240,17 @@ _GATED_HF = re.compile(r"^(Llama|Mistral|Mixtral|Qwen\d*|Qwen\d+Moe|Gemma\d*|Gra
                        r"InternLM\d*|Ministral|Starcoder\d*|Helium|Glm\d*|SmolLM\d*|DeepseekV\d)MLP$")
 
 
+# transformers' two-layer MLPs whose forward is fc2(act(fc1(x))) and nothing
+# else: class name -> (first layer, activation, second layer).
+_TWO_LAYER_HF = {
+    "PhiMLP": ("fc1", "activation_fn", "fc2"),
+    "CLIPMLP": ("fc1", "activation_fn", "fc2"),
+    "SiglipMLP": ("fc1", "activation_fn", "fc2"),
+    "GPTNeoXMLP": ("dense_h_to_4h", "act", "dense_4h_to_h"),
+    "FalconMLP": ("dense_h_to_4h", "act", "dense_4h_to_h"),
+}
+
+
 def _rule_for(mod: nn.Module) -> Tuple[Optional[_Rule], Optional[str]]:
     """(rule, None) for a recognised block; (None, reason) for an MLP-like
     block that is not; (None, None) for anything else."""
@@ -208,6 +271,17 @@ def _rule_for(mod: nn.Module) -> Tuple[Optional[_Rule], Optional[str]]:
     if {"gate_proj", "up_proj", "down_proj"} <= kids.keys() and _GATED_HF.match(name):
         return _Rule(_gated_forward("gate_proj", "up_proj", "down_proj", ()), _act_of("act_fn"),
                      ("gate_proj", "up_proj", "down_proj")), None
+    if name == "Phi3MLP" and {"gate_up_proj", "down_proj"} <= kids.keys():
+        return _Rule(_phi3_forward, _act_of("activation_fn"), ("gate_up_proj", "down_proj")), None
+    if name == "T5DenseGatedActDense" and {"wi_0", "wi_1", "wo", "dropout"} <= kids.keys():
+        return _Rule(_t5_gated_forward, _act_of("act"), ("wi_0", "wi_1", "wo")), None
+    if name == "T5DenseActDense" and {"wi", "wo", "dropout"} <= kids.keys():
+        return _Rule(_t5_forward, _act_of("act"), ("wi", "wo")), None
+    if name == "Starcoder2MLP" and {"c_fc", "c_proj"} <= kids.keys() and hasattr(mod, "residual_dropout"):
+        return _Rule(_starcoder2_forward, _act_of("act"), ("c_fc", "c_proj")), None
+    if name in _TWO_LAYER_HF and set(_TWO_LAYER_HF[name][::2]) <= kids.keys():
+        fc1, act, fc2 = _TWO_LAYER_HF[name]
+        return _Rule(_mlp_forward((fc1, act, fc2, ())), _act_of(act), (fc1, fc2)), None
     if name == "GPT2MLP" and {"c_fc", "c_proj", "act"} <= kids.keys():
         return _Rule(_mlp_forward(("c_fc", "act", "c_proj", ())), _act_of("act"), ("c_fc", "c_proj")), None
     if name == "ViTMLP" and {"fc1", "fc2"} <= kids.keys():
