@@ -116,3 +116,74 @@ def test_swap_linear_filter_and_bare_linear():
     # idempotent
     ttg.swap_linear(model)
     assert sum(isinstance(m, ttg.TiledLinear) for m in model.modules()) == 3
+
+
+class Conv1D(nn.Module):
+    """transformers.pytorch_utils.Conv1D as its forward reads (CI has no transformers)."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.nf = nf
+        self.weight = nn.Parameter(torch.randn(nx, nf) * 0.2)
+        self.bias = nn.Parameter(torch.randn(nf) * 0.1)
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)
+        return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(size_out)
+
+
+class GPT2Like(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_attn = Conv1D(24, 8)
+        self.c_proj = Conv1D(8, 24)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.c_proj(torch.tanh(self.c_attn(x))))
+
+
+def test_swap_linear_conv1d():
+    """transformers' Conv1D layers change class in place: same module, Parameters
+    and state_dict; outputs, gradients and training as before; filter applies."""
+    torch.manual_seed(0)
+    ref = GPT2Like()
+    model = copy.deepcopy(ref)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    c_attn, c_proj = model.c_attn, model.c_proj
+    params_before = [id(p) for p in model.parameters()]
+    assert ttg.swap_linear(model) is model
+    assert model.c_attn is c_attn and model.c_proj is c_proj  # the same modules
+    assert [id(p) for p in model.parameters()] == params_before
+    assert type(model.c_attn).__name__ == "TiledConv1D" and isinstance(model.c_attn, Conv1D)
+    assert isinstance(model.head, ttg.TiledLinear)
+    assert list(model.state_dict()) == list(ref.state_dict())
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for _ in range(3):
+        x = torch.randn(2, 5, 8)
+        for m, o in ((model, opt), (ref, opt_ref)):
+            o.zero_grad()
+            m(x).square().mean().backward()
+            o.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    ref.load_state_dict(model.state_dict())
+    # idempotent; the filter keeps a layer as it is
+    ttg.swap_linear(model)
+    assert type(model.c_attn).__name__ == "TiledConv1D"
+    kept = ttg.swap_linear(GPT2Like(), filter=lambda name, m: name != "c_proj")
+    assert type(kept.c_proj) is Conv1D and type(kept.c_attn).__name__ == "TiledConv1D"
+
+
+def test_swap_linear_transformers_gpt2():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(n_embd=32, n_head=2, n_layer=2, vocab_size=50, n_positions=16,
+                                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    torch.manual_seed(0)
+    ref = transformers.GPT2LMHeadModel(cfg)
+    model = copy.deepcopy(ref)
+    ttg.swap_linear(model)
+    assert sum(type(m).__name__ == "TiledConv1D" for m in model.modules()) == 8  # 4 a layer
+    assert len(ttg.fuse_mlps(model, warn=False).fused) == 2  # composes: the MLPs' swapped layers still read
+    ids = torch.randint(0, 50, (2, 9))
+    torch.testing.assert_close(model(ids, labels=ids).loss, ref(ids, labels=ids).loss, rtol=1e-5, atol=1e-6)

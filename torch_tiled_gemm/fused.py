@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from .functional import gated_linear, linear, linear_act
+from .nn import TiledLinear, is_conv1d
 
 __all__ = ["fuse_mlps", "unfuse_mlps", "FuseReport", "module_activation"]
 
@@ -86,7 +87,7 @@ def _weight(layer) -> Optional[Tuple[torch.Tensor, Optional[torch.Tensor]]]:
         if _is_tiled(layer) and getattr(layer, "activation", "none") != "none":
             return None
         return layer.weight, layer.bias
-    if type(layer).__name__ == "Conv1D" and hasattr(layer, "nf") and getattr(layer, "weight", None) is not None:
+    if is_conv1d(layer):
         return layer.weight.t(), layer.bias
     if isinstance(layer, nn.Linear) and type(layer).__name__ == "FalconLinear" and layer.bias is None:
         # x @ weight.T, as Linear's; with a bias it rounds the product before adding it
@@ -95,13 +96,7 @@ def _weight(layer) -> Optional[Tuple[torch.Tensor, Optional[torch.Tensor]]]:
 
 
 def _is_tiled(layer) -> bool:
-    global _TiledLinear
-    if _TiledLinear is None:  # (nn imports this module)
-        from .nn import TiledLinear as _TiledLinear
-    return isinstance(layer, _TiledLinear)
-
-
-_TiledLinear = None
+    return isinstance(layer, TiledLinear)
 
 
 def _dropout_inactive(d) -> bool:

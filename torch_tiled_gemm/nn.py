@@ -47,18 +47,47 @@ class TiledLinear(nn.Linear):
         return new
 
 
-def swap_linear(model: nn.Module, filter: Optional[Callable[[str, nn.Linear], bool]] = None) -> nn.Module:
+def is_conv1d(mod: nn.Module) -> bool:
+    """transformers' Conv1D (GPT-2's layers): a linear layer whose weight is
+    [in, out] (x @ weight + bias), plain or swapped."""
+    w = getattr(mod, "weight", None)
+    return (type(mod).__name__ == "Conv1D" or getattr(type(mod), "_ttg_conv1d", False)) and hasattr(mod, "nf") \
+        and isinstance(w, torch.Tensor) and w.dim() == 2
+
+
+def _conv1d_forward(self, x: torch.Tensor) -> torch.Tensor:
+    return linear(x, self.weight.t(), self.bias)  # the [in, out] weight read transposed, no copy
+
+
+_TILED_CONV1D = {}
+
+
+def _tiled_conv1d_class(cls: type) -> type:
+    if cls not in _TILED_CONV1D:
+        _TILED_CONV1D[cls] = type("Tiled" + cls.__name__, (cls,), {
+            "forward": _conv1d_forward, "_ttg_conv1d": True, "__module__": __name__})
+    return _TILED_CONV1D[cls]
+
+
+def swap_linear(model: nn.Module, filter: Optional[Callable[[str, nn.Module], bool]] = None) -> nn.Module:
     """Replace every nn.Linear in `model` (in place) by a TiledLinear sharing its parameters.
 
-    `filter(qualified_name, module)` may return False to keep a Linear as is.
+    `filter(qualified_name, module)` may return False to keep a layer as is.
     The model itself is returned (replaced too if it is a bare nn.Linear).
     Optimizers built before the swap keep working: the Parameter objects are
-    the same.
+    the same.  Subclasses of nn.Linear with a forward of their own (LoRA
+    layers, quantised layers) are left alone.  transformers' Conv1D (GPT-2's
+    layers, weight [in, out]) changes class in place to a subclass whose
+    forward is the tiled GEMM on its weight read transposed: the same module,
+    Parameters and state_dict.
     """
 
     def want(name: str, mod: nn.Module) -> bool:
         return type(mod) is nn.Linear and (filter is None or filter(name, mod))
 
+    for name, mod in model.named_modules():
+        if is_conv1d(mod) and not getattr(type(mod), "_ttg_conv1d", False) and (filter is None or filter(name, mod)):
+            mod.__class__ = _tiled_conv1d_class(type(mod))
     if want("", model):
         return TiledLinear.from_linear(model)
     for name, mod in list(model.named_modules()):
