@@ -187,3 +187,30 @@ def test_swap_linear_transformers_gpt2():
     assert len(ttg.fuse_mlps(model, warn=False).fused) == 2  # composes: the MLPs' swapped layers still read
     ids = torch.randint(0, 50, (2, 9))
     torch.testing.assert_close(model(ids, labels=ids).loss, ref(ids, labels=ids).loss, rtol=1e-5, atol=1e-6)
+
+
+def test_swap_linear_falcon_layers():
+    """transformers' FalconLinear (x @ W.T, then + bias after a rounding): swapped without a bias only."""
+    class FalconLinear(nn.Linear):
+        def forward(self, x):
+            h = x @ self.weight.T
+            return h if self.bias is None else h + self.bias
+
+    torch.manual_seed(0)
+    model = nn.Sequential(FalconLinear(8, 16, bias=False), nn.ReLU(), FalconLinear(16, 4))
+    ref = copy.deepcopy(model)
+    ttg.swap_linear(model)
+    assert isinstance(model[0], ttg.TiledLinear) and type(model[2]) is FalconLinear
+    assert list(model.state_dict()) == list(ref.state_dict())
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(model(x), ref(x), rtol=1e-5, atol=1e-6)
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.FalconConfig(hidden_size=32, num_attention_heads=2, num_hidden_layers=2, vocab_size=50,
+                                    bias=False, new_decoder_architecture=False)
+    torch.manual_seed(0)
+    ref = transformers.FalconForCausalLM(cfg)
+    model = copy.deepcopy(ref)
+    ttg.swap_linear(model)
+    assert not any(type(m).__name__ == "FalconLinear" for m in model.modules())
+    ids = torch.randint(0, 50, (2, 9))
+    torch.testing.assert_close(model(ids, labels=ids).loss, ref(ids, labels=ids).loss, rtol=1e-5, atol=1e-6)

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from .functional import gated_linear, linear, linear_act
-from .nn import TiledLinear, is_conv1d
+from .nn import TiledLinear, is_conv1d, is_plain_falcon
 
 __all__ = ["fuse_mlps", "unfuse_mlps", "FuseReport", "module_activation"]
 
@@ -89,8 +89,7 @@ def _weight(layer) -> Optional[Tuple[torch.Tensor, Optional[torch.Tensor]]]:
         return layer.weight, layer.bias
     if is_conv1d(layer):
         return layer.weight.t(), layer.bias
-    if isinstance(layer, nn.Linear) and type(layer).__name__ == "FalconLinear" and layer.bias is None:
-        # x @ weight.T, as Linear's; with a bias it rounds the product before adding it
+    if is_plain_falcon(layer):  # x @ weight.T, as Linear's (with a bias it rounds the product before adding it)
         return layer.weight, None
     return None
 

@@ -55,6 +55,11 @@ def is_conv1d(mod: nn.Module) -> bool:
         and isinstance(w, torch.Tensor) and w.dim() == 2
 
 
+def is_plain_falcon(mod: nn.Module) -> bool:
+    """transformers' FalconLinear without a bias: Linear's product."""
+    return isinstance(mod, nn.Linear) and type(mod).__name__ == "FalconLinear" and mod.bias is None
+
+
 def _conv1d_forward(self, x: torch.Tensor) -> torch.Tensor:
     return linear(x, self.weight.t(), self.bias)  # the [in, out] weight read transposed, no copy
 
@@ -76,14 +81,17 @@ def swap_linear(model: nn.Module, filter: Optional[Callable[[str, nn.Module], bo
     The model itself is returned (replaced too if it is a bare nn.Linear).
     Optimizers built before the swap keep working: the Parameter objects are
     the same.  Subclasses of nn.Linear with a forward of their own (LoRA
-    layers, quantised layers) are left alone.  transformers' Conv1D (GPT-2's
+    layers, quantised layers) are left alone, but for transformers'
+    FalconLinear without a bias (Linear's product; with a bias it rounds
+    before adding it), which becomes a TiledLinear too.  transformers'
+    Conv1D (GPT-2's
     layers, weight [in, out]) changes class in place to a subclass whose
     forward is the tiled GEMM on its weight read transposed: the same module,
     Parameters and state_dict.
     """
 
     def want(name: str, mod: nn.Module) -> bool:
-        return type(mod) is nn.Linear and (filter is None or filter(name, mod))
+        return (type(mod) is nn.Linear or is_plain_falcon(mod)) and (filter is None or filter(name, mod))
 
     for name, mod in model.named_modules():
         if is_conv1d(mod) and not getattr(type(mod), "_ttg_conv1d", False) and (filter is None or filter(name, mod)):
