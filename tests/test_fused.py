@@ -510,8 +510,8 @@ HandStarcoder2.__name__ = "Starcoder2MLP"
 
 @pytest.mark.parametrize("make", [
     lambda: HandPhi3MLP(16, 24), lambda: HandT5Gated(16, 24), lambda: HandT5(16, 24), lambda: HandNeoX(16, 24),
-    lambda: HandStarcoder2(16, 24),
-], ids=["Phi3MLP", "T5DenseGatedActDense", "T5DenseActDense", "GPTNeoXMLP", "Starcoder2MLP"])
+    lambda: HandStarcoder2(16, 24), lambda: HandTorchvisionMLP(16, 24),
+], ids=["Phi3MLP", "T5DenseGatedActDense", "T5DenseActDense", "GPTNeoXMLP", "Starcoder2MLP", "MLPBlock"])
 def test_fuse_mlps_more_blocks_hand_built(make):
     """The transformers blocks as their forwards read (CI has no transformers):
     same outputs and gradients, the same state_dict."""
@@ -521,8 +521,17 @@ def test_fuse_mlps_more_blocks_hand_built(make):
     assert not type(model).__name__.startswith("Fused")
 
 
+class HandTorchvisionMLP(nn.Sequential):
+    def __init__(self, d, h, p=0.0):
+        super().__init__(nn.Linear(d, h), nn.GELU(), nn.Dropout(p), nn.Linear(h, d), nn.Dropout(p))
+
+
+HandTorchvisionMLP.__name__ = "MLPBlock"
+
+
 @pytest.mark.parametrize("make", [lambda: HandT5Gated(16, 24, p=0.5), lambda: HandT5(16, 24, p=0.5),
-                                  lambda: HandStarcoder2(16, 24, p=0.5)], ids=["t5-gated", "t5", "starcoder2"])
+                                  lambda: HandStarcoder2(16, 24, p=0.5), lambda: HandTorchvisionMLP(16, 24, p=0.5)],
+                         ids=["t5-gated", "t5", "starcoder2", "torchvision"])
 def test_fuse_mlps_dropout_kept(make):
     """The block's dropout still applies in training, and not in eval."""
     torch.manual_seed(0)
@@ -614,6 +623,19 @@ def train_losses_images(model, steps=3):
         opt.step()
         out.append(loss.item())
     return out
+
+
+def test_torchvision_vit_model():
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    ref = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                               hidden_dim=16, mlp_dim=40, num_classes=5)
+    model = copy.deepcopy(ref)
+    report = ttg.fuse_mlps(model, warn=False)
+    ttg.swap_linear(model)
+    assert len(report.fused) == 2 and not report.skipped
+    assert list(model.state_dict()) == list(ref.state_dict())
+    torch.testing.assert_close(train_losses_images(model), train_losses_images(ref), rtol=1e-4, atol=1e-5)
 
 
 def test_transformers_blocks():

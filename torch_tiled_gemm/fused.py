@@ -8,6 +8,8 @@ working, checkpoints load both ways, and `unfuse_mlps` restores the classes.
 
 Recognised (by class name, then by the children the forward uses):
   timm          Mlp (fc1 -> act -> fc2), GluMlp (fc1 chunked), SwiGLU
+  torchvision   MLPBlock (ViT) and two-layer MLP (Swin): Linear, act,
+                Dropout, Linear, Dropout
   transformers  LlamaMLP-like gated MLPs (gate_proj, up_proj, down_proj,
                 act_fn): Llama, Mistral, Qwen2/3, Gemma 1-3, ...; Phi3MLP
                 (gate and up in one gate_up_proj); T5DenseGatedActDense
@@ -194,6 +196,14 @@ def _t5_gated_forward(self, hidden_states):
     return linear(_to_weight_dtype(h, self.wo), wo, bo)
 
 
+def _sequential_mlp_forward(self, x):
+    # torchvision MLP / MLPBlock (ViT, Swin): Linear, act, Dropout, Linear, Dropout.
+    w1, b1 = _weight(self[0])
+    h = self[2](linear_act(x, w1, b1, self._ttg_act))
+    w2, b2 = _weight(self[3])
+    return self[4](linear(h, w2, b2))
+
+
 def _starcoder2_forward(self, hidden_states):
     # transformers Starcoder2MLP: c_fc -> act -> c_proj -> functional dropout.
     w1, b1 = _weight(self.c_fc)
@@ -265,6 +275,9 @@ def _rule_for(mod: nn.Module) -> Tuple[Optional[_Rule], Optional[str]]:
     if {"gate_proj", "up_proj", "down_proj"} <= kids.keys() and _GATED_HF.match(name):
         return _Rule(_gated_forward("gate_proj", "up_proj", "down_proj", ()), _act_of("act_fn"),
                      ("gate_proj", "up_proj", "down_proj")), None
+    if name in ("MLP", "MLPBlock") and isinstance(mod, nn.Sequential) and len(mod) == 5 \
+            and type(mod[2]) is nn.Dropout and type(mod[4]) is nn.Dropout:
+        return _Rule(_sequential_mlp_forward, _act_of("1"), ("0", "3")), None
     if name == "Phi3MLP" and {"gate_up_proj", "down_proj"} <= kids.keys():
         return _Rule(_phi3_forward, _act_of("activation_fn"), ("gate_up_proj", "down_proj")), None
     if name == "T5DenseGatedActDense" and {"wi_0", "wi_1", "wo", "dropout"} <= kids.keys():
