@@ -84,10 +84,9 @@ def swap_linear(model: nn.Module, filter: Optional[Callable[[str, nn.Module], bo
     layers, quantised layers) are left alone, but for transformers'
     FalconLinear without a bias (Linear's product; with a bias it rounds
     before adding it), which becomes a TiledLinear too.  transformers'
-    Conv1D (GPT-2's
-    layers, weight [in, out]) changes class in place to a subclass whose
-    forward is the tiled GEMM on its weight read transposed: the same module,
-    Parameters and state_dict.
+    Conv1D (GPT-2's layers, weight [in, out]) changes class in place to a
+    subclass whose forward is the tiled GEMM on its weight read transposed:
+    the same module, Parameters and state_dict.
     """
 
     def want(name: str, mod: nn.Module) -> bool:
