@@ -214,3 +214,32 @@ def test_swap_linear_falcon_layers():
     assert not any(type(m).__name__ == "FalconLinear" for m in model.modules())
     ids = torch.randint(0, 50, (2, 9))
     torch.testing.assert_close(model(ids, labels=ids).loss, ref(ids, labels=ids).loss, rtol=1e-5, atol=1e-6)
+
+
+def test_swap_linear_peft_lora_gpt2():
+    """LoRA through peft on GPT-2 (fan_in_fan_out: the adapters wrap Conv1D layers): the wrapped
+    Conv1D and the adapters' Linears are swapped; the same loss and gradients of the trainable ones."""
+    transformers = pytest.importorskip("transformers")
+    peft = pytest.importorskip("peft")
+    cfg = transformers.GPT2Config(n_embd=32, n_head=2, n_layer=2, vocab_size=50, n_positions=16,
+                                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    torch.manual_seed(0)
+    lora = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_fc"], fan_in_fan_out=True,
+                           lora_dropout=0.0)
+    ref = peft.get_peft_model(transformers.GPT2LMHeadModel(cfg), lora)
+    for n, p in ref.named_parameters():
+        if "lora_B" in n:
+            nn.init.normal_(p, std=0.1)  # (zero at init: the adapters' path would not count)
+    model = copy.deepcopy(ref)
+    ttg.swap_linear(model)
+    assert sum(type(m).__name__ == "TiledConv1D" for m in model.modules()) == 8
+    assert sum(isinstance(m, ttg.TiledLinear) for m in model.modules()) == 9  # 4 adapters x A, B + lm_head
+    ids = torch.randint(0, 50, (2, 9))
+    losses = [m(ids, labels=ids).loss for m in (model, ref)]
+    torch.testing.assert_close(losses[0], losses[1], rtol=1e-5, atol=1e-6)
+    for loss in losses:
+        loss.backward()
+    grads = [[p.grad for p in m.parameters() if p.requires_grad] for m in (model, ref)]
+    assert len(grads[0]) == 8
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
