@@ -1,4 +1,5 @@
 """The build itself: a CUDA build of torch must give a CUDA build of the extension."""
+import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401
@@ -51,6 +52,7 @@ def test_default_arch_list_is_sass_80_90a_and_ptx_80(monkeypatch):
         "-DTILED_SASS_ARCHS=", "-DTILED_SASS_ARCHS_EXACT=90", "-DTILED_PTX_ARCHS="]
 
 
+@pytest.mark.sources
 def test_build_archs_decision(tmp_path_factory):
     """csrc/cuda/build_archs.h, host-only (tests/host/build_archs.cpp): which
     GPUs each arch list runs on, the error's text, setup.py's macros."""

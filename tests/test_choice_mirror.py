@@ -15,6 +15,8 @@ import torch
 import test_hopper
 from conftest import build_host_driver
 
+pytestmark = pytest.mark.sources  # (CI runs them once, not again against the installed wheel)
+
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import ROOT, build_host_driver
 
+pytestmark = pytest.mark.sources  # (CI runs them once, not again against the installed wheel)
+
 SOURCES = ["tests/host/dispatch_choice.cpp", "csrc/cuda/dispatch.cu", "csrc/cuda/hopper/hopper.cu",
            "csrc/cuda/skinny/skinny.cu", "csrc/cuda/sm80/sm80.cu", "csrc/cuda/autotune.cpp",
            "csrc/cuda/ladder/simt_fast.cu"]

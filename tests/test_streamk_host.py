@@ -10,6 +10,8 @@ import pytest
 
 from conftest import build_host_driver
 
+pytestmark = pytest.mark.sources  # (CI runs them once, not again against the installed wheel)
+
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
