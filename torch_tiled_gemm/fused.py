@@ -244,9 +244,12 @@ _GATED_HF = re.compile(r"^(Llama|Mistral|Mixtral|Qwen\d*|Qwen\d+Moe|Gemma\d*|Gra
                        r"InternLM\d*|Ministral|Starcoder\d*|Helium|Glm\d*|SmolLM\d*|DeepseekV\d)MLP$")
 
 
-# transformers' two-layer MLPs whose forward is fc2(act(fc1(x))) and nothing
-# else: class name -> (first layer, activation, second layer).
+# transformers' two-layer MLPs whose forward is fc2(act(fc1(x))), then the
+# block's `dropout` where it has one (GPT-2): class name -> (first layer,
+# activation, second layer).
 _TWO_LAYER_HF = {
+    "GPT2MLP": ("c_fc", "act", "c_proj"),  # (Conv1D layers)
+    "ViTMLP": ("fc1", "activation_fn", "fc2"),
     "PhiMLP": ("fc1", "activation_fn", "fc2"),
     "CLIPMLP": ("fc1", "activation_fn", "fc2"),
     "SiglipMLP": ("fc1", "activation_fn", "fc2"),
@@ -289,11 +292,6 @@ def _rule_for(mod: nn.Module) -> Tuple[Optional[_Rule], Optional[str]]:
     if name in _TWO_LAYER_HF and set(_TWO_LAYER_HF[name][::2]) <= kids.keys():
         fc1, act, fc2 = _TWO_LAYER_HF[name]
         return _Rule(_mlp_forward((fc1, act, fc2, ())), _act_of(act), (fc1, fc2)), None
-    if name == "GPT2MLP" and {"c_fc", "c_proj", "act"} <= kids.keys():
-        return _Rule(_mlp_forward(("c_fc", "act", "c_proj", ())), _act_of("act"), ("c_fc", "c_proj")), None
-    if name == "ViTMLP" and {"fc1", "fc2"} <= kids.keys():
-        return _Rule(_mlp_forward(("fc1", "activation_fn", "fc2", ())), _act_of("activation_fn"),
-                     ("fc1", "fc2")), None
     if name in ("BertIntermediate", "ViTIntermediate", "RobertaIntermediate") and "dense" in kids:
         return _Rule(_intermediate_forward, _act_of("intermediate_act_fn"), ("dense",)), None
     if name in ("BertOutput", "ViTOutput", "RobertaOutput") and "dense" in kids:

@@ -92,12 +92,11 @@ def swap_linear(model: nn.Module, filter: Optional[Callable[[str, nn.Module], bo
     def want(name: str, mod: nn.Module) -> bool:
         return (type(mod) is nn.Linear or is_plain_falcon(mod)) and (filter is None or filter(name, mod))
 
-    for name, mod in model.named_modules():
-        if is_conv1d(mod) and not getattr(type(mod), "_ttg_conv1d", False) and (filter is None or filter(name, mod)):
-            mod.__class__ = _tiled_conv1d_class(type(mod))
     if want("", model):
         return TiledLinear.from_linear(model)
     for name, mod in list(model.named_modules()):
+        if is_conv1d(mod) and not getattr(type(mod), "_ttg_conv1d", False) and (filter is None or filter(name, mod)):
+            mod.__class__ = _tiled_conv1d_class(type(mod))
         for child_name, child in list(mod.named_children()):
             full = f"{name}.{child_name}" if name else child_name
             if want(full, child):
