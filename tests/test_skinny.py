@@ -1,5 +1,8 @@
-"""The small-M / small-N tensor-core kernel (csrc/cuda/skinny): bf16 and fp16
-with min(M, N) <= 64, K split over the SMs and reduced deterministically.
+"""The small-M / small-N tensor-core kernel (csrc/cuda/skinny): bf16, fp16 and
+fp32 with TF32 allowed (this module allows it; tf32 runs its k-blocks of 32
+elements, so its K are halved to keep the k-block counts the 16-bit cases
+have), with min(M, N) <= 64, K split over the SMs and reduced
+deterministically.
 
 Every block height (16, 32, 64), several row tiles (a forced 32-row
 configuration on up to 128 rows), every layout, K slices forced and automatic,
@@ -16,7 +19,8 @@ import pytest
 import torch
 
 import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
-from conftest import assert_close_rel, graph_replay, padded_operands, rand, reference, run_poisoned
+from conftest import (TF32_TOL, as_layout, assert_close_rel, graph_replay, padded_operands, rand, reference,
+                      run_poisoned, tf32_mode)
 
 HAS_SM80 = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
 pytestmark = pytest.mark.skipif(not HAS_SM80, reason="needs a compute-capability >= 8.0 GPU")
@@ -24,13 +28,35 @@ HOPPER = HAS_SM80 and torch.cuda.get_device_capability() == (9, 0)
 
 gemm = torch.ops.tiled.gemm
 HALF = [torch.bfloat16, torch.float16]
-TAG = {torch.bfloat16: "bf16", torch.float16: "f16"}
+TC = HALF + [torch.float32]  # float32: tf32 (allowed in this module)
+TAG = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "tf32"}
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
 
 @pytest.fixture(autouse=True)
 def _defaults(monkeypatch):
     monkeypatch.delenv("TILED_CONFIG", raising=False)
+    with tf32_mode(True):
+        yield
+
+
+def kk(K, dtype):
+    """K of as many k-blocks in `dtype` as K has in a 16-bit dtype (a k-block
+    is 128 bytes of K: 64 16-bit elements, 32 fp32)."""
+    return K if dtype != torch.float32 else K // 2
+
+
+def tol_for(dtype):
+    """The whole-matrix bound: tf32's for fp32 (TF32 allowed here), else the dtype's."""
+    return TF32_TOL if dtype == torch.float32 else None
+
+
+def rules_take(dtype, layout):
+    """Whether the rules surely give a skinny shape to this kernel: on a
+    Hopper, tf32 goes to the Hopper kernel wherever that reads the operands
+    in place (NT and TT; NN mostly, as C^T = B^T A^T: dispatch.cu's
+    hopper_over_skinny), so only TN surely comes here."""
+    return not (HOPPER and dtype == torch.float32 and layout != "TN")
 
 
 def force(monkeypatch, config):
@@ -83,15 +109,15 @@ def check(a, b, bias=None, exact=False):
         bad = (out.double() != ref).nonzero()
         assert bad.numel() == 0, f"first wrong element at {bad[0].tolist()}: {out[tuple(bad[0])]} vs {ref[tuple(bad[0])]}"
     else:
-        assert_close_rel(out, ref, a.dtype)
+        assert_close_rel(out, ref, a.dtype, tol_for(a.dtype))
     return out
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M", [1, 16, 17, 32, 33, 64])
 def test_exact_each_block_height(monkeypatch, dtype, layout, M):
-    N, K = 300, 200  # 3 column tiles, the last partial; K = 3 k-blocks + 8
+    N, K = 300, kk(200, dtype)  # 3 column tiles, the last partial; K = 3 k-blocks + 8 (tf32: + 4)
     force(monkeypatch, f"{expected_bm(M)}x128sk1")
     a, b = operands(M, N, K, dtype, layout, seed=M, ints=True)
     assert name(a, b) == skinny(dtype, layout, f"{expected_bm(M)}x128sk1")
@@ -99,7 +125,7 @@ def test_exact_each_block_height(monkeypatch, dtype, layout, M):
     check(a, b, bias, exact=True)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("splits", [1, 2, 8])
 @pytest.mark.parametrize("cluster", ["c", ""], ids=["cluster", "workspace"])
@@ -107,18 +133,21 @@ def test_exact_forced_splits(monkeypatch, dtype, layout, splits, cluster):
     """S = 2 and 8 reduce through a cluster on sm_90 (`c`) or the workspace;
     a K of one k-block declines a split (the rules' S = 1 runs).  S = 8 on
     the 9 k-blocks of K = 520 is left out (a cluster declines it)."""
-    for M, N, K in [(7, 136, 1000), (40, 257, 520), (64, 128, 64)]:
-        if splits == 8 and K == 520:
+    for M, N, K in [(7, 136, kk(1000, dtype)), (40, 257, kk(520, dtype)), (64, 128, kk(64, dtype))]:
+        if splits == 8 and K == kk(520, dtype):
             continue
         variant = f"{expected_bm(M)}x128sk{splits}" + (cluster if splits > 1 else "")
         force(monkeypatch, variant)
         a, b = operands(M, N, K, dtype, layout, seed=M + splits, ints=True)
-        assert_runs(a, b, dtype, layout, variant if K > 64 else f"{expected_bm(M)}x128sk1")
+        if K > kk(64, dtype):
+            assert_runs(a, b, dtype, layout, variant)
+        elif rules_take(dtype, layout):  # one k-block: the split is declined, the rules run
+            assert_runs(a, b, dtype, layout, f"{expected_bm(M)}x128sk1")
         bias = torch.randint(-3, 4, (N,), device="cuda").to(dtype) if M % 2 else None
         check(a, b, bias, exact=True)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("splits", [16, 32])
 def test_exact_many_splits(monkeypatch, dtype, layout, splits):
@@ -127,10 +156,10 @@ def test_exact_many_splits(monkeypatch, dtype, layout, splits):
     has fewer k-blocks than S (the forced split declines it)."""
     variant = f"16x128sk{splits}"
     force(monkeypatch, variant)
-    a, b = operands(9, 300, 2100, dtype, layout, seed=splits, ints=True)
+    a, b = operands(9, 300, kk(2100, dtype), dtype, layout, seed=splits, ints=True)
     assert_runs(a, b, dtype, layout, variant)
     check(a, b, torch.randint(-3, 4, (300,), device="cuda").to(dtype), exact=True)
-    a, b = operands(9, 300, 64 * 12, dtype, layout, seed=splits + 1, ints=True)
+    a, b = operands(9, 300, kk(64 * 12, dtype), dtype, layout, seed=splits + 1, ints=True)
     assert not name(a, b).startswith(skinny(dtype, layout, variant))
     check(a, b, exact=True)
 
@@ -145,7 +174,7 @@ def m_major_splits(tiles, k_blocks, sms):
 
 
 @pytest.mark.skipif(not HOPPER, reason="the rules' split counts for a Hopper's SMs")
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 def test_m_major_a_splits(dtype):
     """LoRA weight gradients (TN) and small-N products run swapped (NN, TN):
     the A the kernel reads along M gets up to two CTAs per SM of K slices,
@@ -153,16 +182,18 @@ def test_m_major_a_splits(dtype):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K, layout in [(16, 768, 12608, "TN"), (8, 4096, 4096, "TN"), (4096, 8, 4096, "NN"),
                             (14336, 16, 8192, "TN"), (16, 4096, 8192, "TT")]:
+        if not rules_take(dtype, layout):
+            continue
         small, big = min(M, N), max(M, N)
         tiles = -(-small // 16) * -(-big // 128)
-        s = m_major_splits(tiles, -(-K // 64), sms)
+        s = m_major_splits(tiles, -(-K // kk(64, dtype)), sms)
         a, b = operands(M, N, K, dtype, layout, seed=K + M)
         want = skinny(dtype, layout, f"16x128sk{s}") + ("_swap" if M > N else "")
         assert name(a, b) == want, (M, N, K, layout, name(a, b), want)
         check(a, b)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_random_decode_shapes(monkeypatch, dtype, layout):
     """The K splits the rules give model-sized shapes (where the one-slab
@@ -176,7 +207,7 @@ def test_random_decode_shapes(monkeypatch, dtype, layout):
         check(a, b, rand((N,), dtype, "cuda"))
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("K", [1, 5, 8, 63, 65, 129])
 def test_short_and_ragged_k(dtype, layout, K):
@@ -185,22 +216,23 @@ def test_short_and_ragged_k(dtype, layout, K):
         a, b = operands(M, N, K, dtype, layout, seed=K + M, ints=True)
         # (with K = 1 a column-major A is one column: its stride normalises
         # to 1, no 16-byte rows to read, so another kernel takes it)
-        assert name(a, b).startswith("skinny_") or (K == 1 and layout[0] == "T")
+        assert name(a, b).startswith("skinny_") or (K == 1 and layout[0] == "T") or not rules_take(dtype, layout)
         check(a, b, exact=True)
     # the same shape with leading dimensions of exactly K (or M, N): not
-    # 16-byte aligned unless they are multiples of 8, then another kernel
+    # 16-byte aligned unless they are multiples of 8 (4 fp32), then another kernel
     a = rand((20, K), dtype, "cuda")
     b = rand((K, 256), dtype, "cuda")
-    assert name(a, b).startswith("skinny_") == (K % 8 == 0)
+    assert name(a, b).startswith("skinny_") == (K % (16 // a.element_size()) == 0)
     check(a, b)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_small_n_swapped(monkeypatch, dtype, layout):
     """Small N (M large) runs the same kernels on C^T = B^T A^T, bias by row."""
     for M, N, K, variant in [(1000, 1, 256, "16x128sk1"), (4096, 16, 4096, "16x128sk4c"),
                              (777, 40, 520, "64x128sk2"), (300, 64, 72, "64x128sk1")]:
+        K = kk(K, dtype)
         force(monkeypatch, variant)
         a, b = operands(M, N, K, dtype, layout, seed=M + N, ints=True)
         nm = name(a, b)
@@ -211,11 +243,11 @@ def test_small_n_swapped(monkeypatch, dtype, layout):
         check(a, b, bias, exact=True)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_batched_and_broadcast(monkeypatch, dtype, layout):
-    a, b = operands(12, 200, 136, dtype, layout, seed=5, batch=3, ints=True)
-    assert name(a, b).startswith("skinny_")
+    a, b = operands(12, 200, kk(136, dtype), dtype, layout, seed=5, batch=3, ints=True)
+    assert name(a, b).startswith("skinny_") or not rules_take(dtype, layout)
     bias = torch.randint(-3, 4, (200,), device="cuda").to(dtype)
     check(a, b, bias, exact=True)
     for variant in ("16x128sk2", "16x128sk2c"):  # per-batch partials: workspace, then cluster
@@ -232,7 +264,7 @@ def test_batched_and_broadcast(monkeypatch, dtype, layout):
     check(a, b0, exact=True)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 def test_padded_and_offset_views(dtype):
     """Leading dimensions larger than the extent (multiples of 8) and storage
     offsets of 8 elements stay on the kernel; odd ones go elsewhere, correctly."""
@@ -248,11 +280,12 @@ def test_padded_and_offset_views(dtype):
     check(a_odd, b)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_cluster_and_workspace_agree_bitwise(monkeypatch, dtype, layout):
     """Both reductions add the S partials in slice order from zero: same bits."""
     for M, N, K, splits in [(16, 4096, 4096, 4), (64, 1000, 2048, 4), (5, 300, 520, 2)]:
+        K = kk(K, dtype)
         a, b = operands(M, N, K, dtype, layout, seed=M + K)
         bias = rand((N,), dtype, "cuda")
         outs = []
@@ -262,7 +295,7 @@ def test_cluster_and_workspace_agree_bitwise(monkeypatch, dtype, layout):
             assert_runs(a, b, dtype, layout, variant)
             outs.append(gemm(a, b, bias))
         assert torch.equal(outs[0], outs[1])
-        assert_close_rel(outs[0], reference(a, b, bias), dtype)
+        assert_close_rel(outs[0], reference(a, b, bias), dtype, tol_for(dtype))
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -286,7 +319,7 @@ def test_deep_pipeline_same_bits(monkeypatch, dtype, layout, M):
         check(ai, bi, exact=True)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 def test_deterministic(monkeypatch, dtype):
     """Same bits on every run, with the K split on (partials summed in order)."""
     force(monkeypatch, "16x128sk4c")
@@ -297,14 +330,14 @@ def test_deterministic(monkeypatch, dtype):
         assert torch.equal(gemm(a, b), first)
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", TC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M", [33, 64, 100])
 def test_exact_several_row_tiles(monkeypatch, dtype, layout, M):
     """A forced 32-row configuration on M > 32 runs several 32-row tiles (a
     forced name takes up to 128 rows, so M = 100 too)."""
     force(monkeypatch, "32x128sk1")
-    a, b = operands(M, 300, 200, dtype, layout, seed=M + 64, ints=True)
+    a, b = operands(M, 300, kk(200, dtype), dtype, layout, seed=M + 64, ints=True)
     assert name(a, b) == skinny(dtype, layout, "32x128sk1")
     check(a, b, torch.randint(-3, 4, (300,), device="cuda").to(dtype), exact=True)
     force(monkeypatch, "32x128sk2c")
@@ -348,9 +381,30 @@ def test_long_n_rows_33_to_64_go_to_hopper(monkeypatch, layout):
         check(a, b)
 
 
-def test_float32_is_not_skinny():
-    a, b = operands(16, 256, 256, torch.float32, "NN", seed=2)
-    assert not name(a, b).startswith("skinny_")
+def test_strict_float32_is_not_skinny():
+    a, b = operands(16, 256, 256, torch.float32, "TN", seed=2)
+    assert name(a, b).startswith("skinny_tf32_16x128")  # TF32 allowed (this module)
+    with tf32_mode(False):
+        assert not name(a, b).startswith("skinny_")
+        check(a, b)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_tf32_rounds_to_nearest(layout):
+    """The operands are rounded to tf32 to nearest, not truncated: elements
+    a little above the midpoint between two tf32 values (1 + 3 * 2^-12 times
+    small integers) against integer B, whose products the fp32 sums hold
+    exactly: the result is the GEMM of the rounded A, bit for bit."""
+    M, N, K = 16, 256, 64
+    g = torch.Generator(device="cuda")
+    g.manual_seed(3)
+    a = torch.randint(1, 4, (M, K), device="cuda", generator=g).float() * (1 + 3 * 2.0 ** -12)
+    b = torch.randint(-3, 4, (K, N), device="cuda", generator=g).float()
+    rounded = ((a.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+    assert not torch.equal(rounded, a) and not torch.equal(rounded, (a.view(torch.int32) & ~0x1FFF).view(torch.float32))
+    a, b = as_layout(a, layout[0]), as_layout(b, layout[1])
+    assert name(a, b).startswith("skinny_tf32") or not rules_take(torch.float32, layout)
+    assert torch.equal(gemm(a, b).double(), reference(rounded, b))
 
 
 def test_cuda_graph_capture(monkeypatch):

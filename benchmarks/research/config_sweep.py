@@ -7,8 +7,11 @@ rule is written for it?
 
 For each shape (MxNxK or BxMxNxK, ":LAYOUT", NN by default): the rules'
 kernel, then each configuration forced through TILED_CONFIG as
-sm90_<dtype>_<config>_<layout> (those that cannot run the shape are left
-out: forcing them picks another kernel), all timed with torch.matmul in
+sm90_<dtype>_<config>_<layout>, or <family>_<dtype>_<config>_<layout> for a
+configuration written "family:config" (e.g. sm80:128x128x32s3), or the
+bare name for one written "any:config" (e.g. any:32x128sk4, a skinny
+variant in whichever orientation the shape runs) (those that cannot run the
+shape are left out: forcing them picks another kernel), all timed with torch.matmul in
 interleaved rounds of do_bench medians (L2 flushed, the order reversed
 every other round), each output checked against torch's.  Run it with
 TILED_DISABLE_KERNELS=table to see the rules rather than the shipped table.
@@ -31,12 +34,16 @@ def parse_shape(text):
 
 def sweep_one(M, N, K, batch, layout, dname, configs, rounds):
     dt = bench.DTYPES[dname]
+    torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
     a, b = bench.operands(M, N, K, dt, layout, "cuda", batch)
     names = {"rules": "-"}
     for c in configs:
-        n = f"sm90_{'bf16' if dname == 'bf16' else 'f16'}_{c}_{layout.lower()}"
+        family, _, tile = c.rpartition(":")
+        n = tile if family == "any" else \
+            f"{family or 'sm90'}_{ {'bf16': 'bf16', 'fp16': 'f16', 'tf32': 'tf32'}[dname]}_{tile}_{layout.lower()}"
         with tune.config_env(n):
-            if torch.ops.tiled.gemm_kernel_name(a, b) == n:
+            got = torch.ops.tiled.gemm_kernel_name(a, b)
+            if got == n or (family == "any" and f"_{tile}_" in got):
                 names[c] = n
     ref = torch.matmul(a, b).double()
     err = {}
@@ -60,8 +67,8 @@ def sweep_one(M, N, K, batch, layout, dname, configs, rounds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", required=True)
-    ap.add_argument("--configs", required=True, help="comma list of tile names, e.g. 64x32,64x64sw")
-    ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
+    ap.add_argument("--configs", required=True, help="comma list of tile names, e.g. 64x32,64x64sw,sm80:128x128x32s3")
+    ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp16", "tf32"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()

@@ -88,6 +88,22 @@ bool hopper_family_on(const DeviceInfo& dev) {
 // tiles at K = 128 too (384 x 128x64x128 NN 0.22 / 1.03, H200).
 bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
   if ((p.M > 64 && p.N > 64) || disabled("hopper")) return false;
+  // tf32 (no one-slab tiles): the skinny kernel, which reads every layout in
+  // place, where the Hopper family cannot; where both can, the Hopper family,
+  // but for NN with N <= 32 on at most half a wave of its 128-row tiles (the
+  // skinny kernel runs it swapped, with many K slices).  H200, corpus LoRA
+  // products, torch / ours, 3 interleaved rounds: where the Hopper family
+  // needs a copy (TN and a few NN), simt_fast or staged copies 0.16-0.83,
+  // skinny 0.80-1.15 (14 GEMMs); in place, Hopper / skinny (the rules'
+  // split): NN 8192x16x14336 0.75 / 1.19, NN 4096x8x4096 0.71 / 1.13, but NN
+  // 12608x16x768 (99 tiles) 1.04 / 0.95, NT 4096x32x3584 0.89 / 0.62 (its
+  // K-major split rule, made for 16-bit), NT 8192x16x4096 1.18 on 128x64,
+  // NT 2048x64x4096 0.94 / 0.83 (docs/skinny.md).
+  if (p.dtype == DType::f32) {
+    if (!hopper_can_run(p, dev)) return false;
+    const bool nn_small_n = p.a.row_major() && p.b.row_major() && p.N <= 32 && p.M > 64;
+    return !nn_small_n || 2 * ceil_div(p.M, int64_t{128}) * p.batch > dev.num_sms;
+  }
   if (p.batch != 1) return (p.K >= 256 || std::min(p.M, p.N) > 32) && hopper_one_slab(p, dev);
   // A small N (the skinny kernel would run it swapped): the one-slab tiles
   // as called where they apply (NN, NT, TN: hopper.cu's
@@ -172,6 +188,9 @@ StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
   if (!sm80 && disabled("hopper")) return none;
   auto runs = [&](const GemmProblem& q) { return sm80 ? sm80_can_run(q, dev) : hopper_can_run(q, dev); };
   if (std::min(p.M, p.N) < kMinStagedDim || runs(p)) return none;
+  // A tf32 problem with a side of 64 that the skinny kernel reads in place
+  // (choose() takes it there: hopper_over_skinny).
+  if (tf32 && !disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev)) return none;
   const int64_t align = 16 / dtype_size(p.dtype);
   const StagedOperand sa = stage_as(tf32 ? true : p.a.row_major(), p.M, p.K, align);
   const StagedOperand sb = stage_as(tf32 ? false : p.b.row_major(), p.K, p.N, align);

@@ -29,6 +29,7 @@ namespace cuda {
 namespace skinny {
 const char* launch_bf16(const Launch&, cudaStream_t) { return nullptr; }
 const char* launch_f16(const Launch&, cudaStream_t) { return nullptr; }
+const char* launch_tf32(const Launch&, cudaStream_t) { return nullptr; }
 }  // namespace skinny
 namespace sm80 {
 const char* launch_bf16_0(const Launch&, cudaStream_t) { return nullptr; }

@@ -69,7 +69,11 @@ const std::vector<Variant>& variants() {
   return list;
 }
 
-const char* dtype_tag(DType d) { return d == DType::bf16 ? "bf16" : "f16"; }
+// The dtypes the family takes: bf16, fp16, and fp32 with TF32 allowed (tf32).
+bool dtype_ok(const GemmProblem& p) {
+  return p.dtype == DType::bf16 || p.dtype == DType::f16 || (p.dtype == DType::f32 && p.allow_tf32);
+}
+const char* dtype_tag(DType d) { return d == DType::bf16 ? "bf16" : d == DType::f16 ? "f16" : "tf32"; }
 const char* layout_tag(const GemmProblem& p) {
   static const char* const kAb[2][2] = {{"tt", "tn"}, {"nt", "nn"}};
   return kAb[p.a.row_major() ? 1 : 0][p.b.row_major() ? 1 : 0];
@@ -112,12 +116,12 @@ bool use_clusters(const DeviceInfo& dev) {
 }
 
 // An operand the kernel can read: 16-byte aligned base, leading dimension
-// and batch stride multiples of 8 elements (cp.async copies 16 bytes).
-// `rows` is its extent along the non-unit stride.
-bool operand_ok(const void* ptr, int64_t ld, int64_t rows, int64_t batch_stride, int64_t batch) {
+// and batch stride multiples of 16 bytes (cp.async copies 16 bytes: 8
+// 16-bit elements, 4 fp32).  `rows` is its extent along the non-unit stride.
+bool operand_ok(const void* ptr, int64_t ld, int64_t rows, int64_t batch_stride, int64_t batch, int64_t per_chunk) {
   if (pointer_alignment(ptr) < 16) return false;
-  if (rows > 1 && (ld % 8 != 0 || ld <= 0)) return false;
-  if (batch > 1 && batch_stride % 8 != 0) return false;
+  if (rows > 1 && (ld % per_chunk != 0 || ld <= 0)) return false;
+  if (batch > 1 && batch_stride % per_chunk != 0) return false;
   return true;
 }
 
@@ -161,8 +165,11 @@ int auto_splits(int64_t tiles, int64_t k_blocks, const Launch& l, const DeviceIn
 // -1 either orientation, else the one asked for); false when the kernel
 // cannot take it, or cannot take it as `v` says.
 bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, const Variant& v = Variant{}, int want_swap = -1) {
-  if (p.dtype != DType::bf16 && p.dtype != DType::f16) return false;
+  if (!dtype_ok(p)) return false;
   if (dev.sm_major < 8) return false;
+  const bool tf32 = p.dtype == DType::f32;
+  if (tf32 && v.deep) return false;  // no deep tf32 instances (skinny_tf32.cu)
+  const int64_t per_chunk = 16 / dtype_size(p.dtype);
   const int64_t limit = v.bm > 0 ? kMaxForcedSmallDim : kMaxSmallDim;
   const bool swap = p.M > limit && p.N <= limit;
   if (!swap && p.M > limit) return false;
@@ -182,8 +189,8 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, const Variant
   q.ldb = l.b_kmajor ? b.col_stride : b.row_stride;
   if (!l.a_kmajor && a.row_stride != 1) return false;
   if (l.b_kmajor && b.row_stride != 1) return false;
-  if (!operand_ok(a.ptr, q.lda, l.a_kmajor ? q.M : q.K, a.batch_stride, p.batch)) return false;
-  if (!operand_ok(b.ptr, q.ldb, l.b_kmajor ? q.N : q.K, b.batch_stride, p.batch)) return false;
+  if (!operand_ok(a.ptr, q.lda, l.a_kmajor ? q.M : q.K, a.batch_stride, p.batch, per_chunk)) return false;
+  if (!operand_ok(b.ptr, q.ldb, l.b_kmajor ? q.N : q.K, b.batch_stride, p.batch, per_chunk)) return false;
   q.a = a.ptr;
   q.b = b.ptr;
   q.a_batch = a.batch_stride;
@@ -203,7 +210,7 @@ bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, const Variant
   l.bm = v.bm > 0 ? v.bm : q.M <= 16 ? 16 : q.M <= 32 ? 32 : 64;
   const int64_t tiles = ceil_div(q.M, l.bm) * ceil_div(q.N, skinny::kBN) * p.batch;
   if (ceil_div(q.N, skinny::kBN) > 65535) return false;
-  const int64_t k_blocks = ceil_div(q.K, skinny::kBK);
+  const int64_t k_blocks = ceil_div(q.K, skinny::bk_for(static_cast<int>(dtype_size(p.dtype))));
 
   if (v.bm > 0 && v.splits > k_blocks) return false;  // a forced S is never lowered
   const int splits = static_cast<int>(
@@ -254,10 +261,11 @@ bool skinny_config_forced(const GemmProblem& p, const DeviceInfo& dev) {
 
 std::vector<std::string> skinny_config_list(const GemmProblem& p) {
   std::vector<std::string> out;
-  if (p.dtype != DType::bf16 && p.dtype != DType::f16) return out;
+  if (!dtype_ok(p)) return out;
   const std::string head = std::string("skinny_") + dtype_tag(p.dtype) + "_";
   for (const Variant& v : variants())
-    for (const char* sw : {"", "_swap"}) out.push_back(head + variant_name(v) + "_" + layout_tag(p) + sw);
+    if (!(v.deep && p.dtype == DType::f32))
+      for (const char* sw : {"", "_swap"}) out.push_back(head + variant_name(v) + "_" + layout_tag(p) + sw);
   return out;
 }
 
@@ -272,7 +280,9 @@ const char* skinny_gemm(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   if (!plan(p, dev, l)) return "skinny: problem not supported";
   if (l.p.splits > 1 && !l.p.cluster_reduce && workspace == nullptr) return "skinny: split-K needs a workspace";
   l.p.ws = static_cast<float*>(workspace);
-  return p.dtype == DType::bf16 ? skinny::launch_bf16(l, stream) : skinny::launch_f16(l, stream);
+  return p.dtype == DType::bf16  ? skinny::launch_bf16(l, stream)
+         : p.dtype == DType::f16 ? skinny::launch_f16(l, stream)
+                                 : skinny::launch_tf32(l, stream);
 }
 
 const char* skinny_config_name(const GemmProblem& p, const DeviceInfo& dev) {
@@ -283,7 +293,7 @@ const char* skinny_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   // orientation runs.  Built once.
   static const std::vector<std::string>* const names = [] {
     auto* n = new std::vector<std::string>;
-    for (DType d : {DType::bf16, DType::f16})
+    for (DType d : {DType::bf16, DType::f16, DType::f32})
       for (const Variant& v : variants())
         for (int ab = 0; ab < 4; ++ab)
           for (const char* sw : {"", "_swap"}) {
@@ -295,7 +305,7 @@ const char* skinny_config_name(const GemmProblem& p, const DeviceInfo& dev) {
   const Variant v{l.bm, l.splits, l.p.cluster_reduce, l.deep};
   int index = 0;
   while (variant_name(variants()[index]) != variant_name(v)) ++index;
-  const int dt = p.dtype == DType::bf16 ? 0 : 1;
+  const int dt = p.dtype == DType::bf16 ? 0 : p.dtype == DType::f16 ? 1 : 2;
   const int ab = (p.a.row_major() ? 2 : 0) + (p.b.row_major() ? 1 : 0);
   return (*names)[((dt * variants().size() + index) * 4 + ab) * 2 + (l.p.bias_on_rows ? 1 : 0)].c_str();
 }

@@ -1,5 +1,5 @@
-// Small-M ("skinny") GEMM for bf16/fp16: C = A B (+ bias) with M (or, after a
-// swap, N) of 1..128.  Such a GEMM is a stream of B through the SMs: B has
+// Small-M ("skinny") GEMM for bf16/fp16, and fp32 with TF32 allowed: C = A B
+// (+ bias) with M (or, after a swap, N) of 1..128.  Such a GEMM is a stream of B through the SMs: B has
 // K x N elements and every one of them is used M times only, so the time is
 // B's bytes over the memory bandwidth if, and only if, enough SMs pull on it.
 // 128-row tensor-core tiles (the Hopper kernel) give N/128 CTAs, 32 for
@@ -8,13 +8,21 @@
 //
 // A CTA computes a BM x 128 tile of C over one slice of K:
 //   * 4 warps, each BM x 32 (MT = BM/16 m16 tiles by 4 n8 tiles), mma.sync
-//     m16n8k16 with fp32 accumulators (runs on sm_80 and later);
-//   * a STAGES-deep cp.async ring of 64-deep k-blocks: B's 128 x 64 tile
-//     (16 KB) and A's BM x 64 tile, each 16-byte chunk XOR-swizzled in its
-//     row so that ldmatrix reads 8 rows without bank conflicts;
+//     m16n8k16 (16-bit) or m16n8k8 (tf32) with fp32 accumulators (runs on
+//     sm_80 and later);
+//   * a STAGES-deep cp.async ring of k-blocks of 128 bytes of K (64 16-bit
+//     elements, 32 fp32): B's 128-column tile (16 KB) and A's BM-row one,
+//     each 16-byte chunk XOR-swizzled in its row so that ldmatrix reads 8
+//     rows without bank conflicts;
 //   * either operand K-major (its K index contiguous) or M/N-major, read
 //     straight from strides: ldmatrix for the first, ldmatrix.trans for the
-//     second;
+//     second (16-bit).  tf32: ldmatrix on 32-bit pairs for a K-major
+//     operand (an 8 x 4 fp32 matrix is an 8 x 8 b16 one, and each thread
+//     receives exactly its tf32 fragment element), 32-bit ld.shared for an
+//     M/N-major one (there is no 32-bit transposing ldmatrix), its tile
+//     swizzled so that those loads are conflict-free too; the fragments
+//     rounded to tf32 in registers (sm80.cuh's to_tf32: to nearest, ties
+//     away from zero), as the sm80 family does;
 //   * edges zero-filled by cp.async's source size (rows past M/N, the part
 //     of the last k-block past K).
 // With one K slice the epilogue adds the bias, casts and stores C.  With S
@@ -38,6 +46,7 @@
 #include "../hopper/ptx.cuh"
 #include "../epilogue.cuh"
 #include "../simt/numeric.cuh"
+#include "../sm80/sm80.cuh"  // Mma<float> (m16n8k8 tf32), to_tf32, ld_shared_b32
 #include "skinny.h"
 
 namespace tiled {
@@ -63,7 +72,7 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int sr
                  : "memory");
 }
 
-// D (+)= A * B on one m16n8k16 tile, fp32 accumulators; T picks the PTX type.
+// D (+)= A * B on one m16n8k16 tile (m16n8k8 for tf32), fp32 accumulators; T picks the PTX type.
 template <class T>
 struct Mma;
 #define TILED_SKINNY_MMA(T, PTX_TYPE)                                                                     \
@@ -80,51 +89,74 @@ struct Mma;
 TILED_SKINNY_MMA(__nv_bfloat16, "bf16")
 TILED_SKINNY_MMA(__half, "f16")
 #undef TILED_SKINNY_MMA
-
-// A ROWS x COLS tile of 16-bit elements in shared memory, rows of COLS/8
-// 16-byte chunks; chunk `ch` of row `r` is stored at chunk ch ^ (r mod
-// min(8, chunks)), so the 8 rows an ldmatrix reads at one logical chunk hit
-// 8 different bank groups.
-template <int ROWS, int COLS>
-struct SwizzledTile {
-  static constexpr int kChunks = COLS / 8;
-  static constexpr int kMask = (kChunks < 8 ? kChunks : 8) - 1;
-  static constexpr int kBytes = ROWS * COLS * 2;
-  static __device__ __forceinline__ uint32_t offset(int row, int chunk) {
-    return static_cast<uint32_t>((row * kChunks + (chunk ^ (row & kMask))) * 16);
+template <>
+struct Mma<float> {  // tf32 operands (already rounded), m16n8k8: sm80.cuh's
+  static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    const uint32_t b[2] = {b0, b1};
+    sm80::Mma<float>::run(d, a, b);
   }
-  // Cooperative copy of rows [row0, row0 + ROWS) x cols [col0, col0 + COLS)
-  // of a matrix whose element (r, c) is at base[r * ld + c]; rows >= row_end
-  // and cols >= col_end read as zero.
+};
+
+// A tile of ROWS rows of CHUNKS 16-byte chunks in shared memory; chunk `ch`
+// of row `r` is stored at chunk ch ^ s(r):
+//   s(r) = r mod min(8, CHUNKS): the 8 rows an ldmatrix reads at one logical
+//     chunk hit 8 different bank groups;
+//   PAIRS (tf32 M/N-major tiles, read by 32-bit loads over rows k..k+3, k a
+//     multiple of 4, x chunks {c, c + 1}, c even): s(r) = 2 (r & 3) where a
+//     row is whole 128-byte groups (CHUNKS >= 8), spreading those 4 x 2
+//     chunks over the 8 bank groups; 64-byte rows (4 chunks: BM = 16) already
+//     do with r & 3.
+template <int ROWS, int CHUNKS, bool PAIRS = false>
+struct SwizzledTile {
+  static constexpr int kChunks = CHUNKS;
+  static constexpr int kMask = (kChunks < 8 ? kChunks : 8) - 1;
+  static constexpr int kBytes = ROWS * CHUNKS * 16;
+  static __device__ __forceinline__ int swizzle(int row) {
+    return PAIRS && kChunks >= 8 ? (row & 3) << 1 : row & kMask;
+  }
+  static __device__ __forceinline__ uint32_t offset(int row, int chunk) {
+    return static_cast<uint32_t>((row * kChunks + (chunk ^ swizzle(row))) * 16);
+  }
+  // Cooperative copy of rows [row0, row0 + ROWS) x the CHUNKS chunks of
+  // elements from col0 of a matrix whose element (r, c) is at
+  // base[r * ld + c]; rows >= row_end and cols >= col_end read as zero.
   template <class T>
   static __device__ __forceinline__ void load(uint32_t dst, const T* base, int64_t ld, int row0, int row_end,
                                               int col0, int col_end, int tid, bool hint = false,
                                               uint64_t policy = 0) {
+    constexpr int kPer = 16 / static_cast<int>(sizeof(T));  // elements per chunk
     constexpr int kTotal = ROWS * kChunks;
     static_assert(kTotal % kThreads == 0, "tile chunks must divide evenly among the threads");
 #pragma unroll
     for (int i = 0; i < kTotal / kThreads; ++i) {
       const int idx = tid + i * kThreads;
       const int r = idx / kChunks, ch = idx % kChunks;
-      const int row = row0 + r, col = col0 + ch * 8;
-      int bytes = 0;
+      const int row = row0 + r, col = col0 + ch * kPer;
+      int n = 0;  // elements of the chunk inside the matrix
       const T* src = base;
       if (row < row_end && col < col_end) {
-        bytes = min(col_end - col, 8) * 2;
+        n = min(col_end - col, kPer);
         src = base + static_cast<int64_t>(row) * ld + col;
       }
-      if (bytes == 16) {
+      if (n == kPer) {
         cp_async16(dst + offset(r, ch), src, 16, hint, policy);
       } else {
         // An edge chunk: only its elements inside the matrix are read, by
         // plain loads, the rest zero (a 16-byte cp.async of a chunk that
         // ends inside a small allocation reads past it, whatever its
         // src-size: compute-sanitizer's memcheck flagged a 1x1 operand).
-        const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src);
         uint32_t w[4] = {0u, 0u, 0u, 0u};
+        if constexpr (sizeof(T) == 2) {
+          const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src);
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (2 * e < bytes) w[e / 2] |= static_cast<uint32_t>(s16[e]) << (16 * (e % 2));
+          for (int e = 0; e < 8; ++e)
+            if (e < n) w[e / 2] |= static_cast<uint32_t>(s16[e]) << (16 * (e % 2));
+        } else {
+          const uint32_t* s32 = reinterpret_cast<const uint32_t*>(src);
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (e < n) w[e] = s32[e];
+        }
         const uint32_t d = dst + offset(r, ch);
         asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(d), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                      : "memory");
@@ -151,11 +183,15 @@ __device__ __forceinline__ void store_out(const Params& p, T* C, int64_t batch, 
 // B_KMAJOR: B(k, n) at b[n * ldb + k], else b[k * ldb + n].
 template <class T, int BM, int STAGES, bool A_KMAJOR, bool B_KMAJOR>
 __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
+  constexpr bool kTf32 = sizeof(T) == 4;
+  constexpr int kPer = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte chunk
+  constexpr int kBK = bk_for(sizeof(T));                  // K per k-block
+  constexpr int kMmaK = kTf32 ? 8 : 16;                   // K per mma
   constexpr int MT = BM / 16;
   constexpr int WN = kBN / kWarps;  // 32 columns per warp
   constexpr int NT = WN / 8;
-  using TileA = SwizzledTile<A_KMAJOR ? BM : kBK, A_KMAJOR ? kBK : BM>;
-  using TileB = SwizzledTile<B_KMAJOR ? kBN : kBK, B_KMAJOR ? kBK : kBN>;
+  using TileA = SwizzledTile<A_KMAJOR ? BM : kBK, (A_KMAJOR ? kBK : BM) / kPer, kTf32 && !A_KMAJOR>;
+  using TileB = SwizzledTile<B_KMAJOR ? kBN : kBK, (B_KMAJOR ? kBK : kBN) / kPer, kTf32 && !B_KMAJOR>;
   constexpr int kStageBytes = TileA::kBytes + TileB::kBytes;
   extern __shared__ __align__(128) unsigned char smem[];
 
@@ -200,8 +236,10 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
     cp_async_commit();  // empty groups keep the count uniform
   }
 
-  // ldmatrix lane roles: matrix j = lane / 8, row r = lane % 8 of it.
+  // ldmatrix lane roles: matrix j = lane / 8, row r = lane % 8 of it.  mma
+  // fragment roles: g = lane / 4 (row of A / column of B), q = lane % 4.
   const int j = lane / 8, r = lane % 8;
+  const int g = lane / 4, q = lane % 4;
   const int wn0 = warp * WN;
   for (int kb = kb0; kb < kb1; ++kb) {
     const int it = kb - kb0;
@@ -214,26 +252,61 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
     }
     const uint32_t sa = base + (it % STAGES) * kStageBytes, sb = sa + TileA::kBytes;
 #pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk) {
+    for (int kk = 0; kk < kBK / kMmaK; ++kk) {
       uint32_t af[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        // matrices: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15)
-        const int m = mt * 16 + (j & 1) * 8, k = kk * 16 + (j >> 1) * 8;
-        if (A_KMAJOR)
-          ldmatrix_x4(af[mt], sa + TileA::offset(m + r, k / 8));
-        else
-          ldmatrix_x4_trans(af[mt], sa + TileA::offset(k + r, m / 8));
+        if constexpr (!kTf32) {
+          // matrices: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15)
+          const int m = mt * 16 + (j & 1) * 8, k = kk * 16 + (j >> 1) * 8;
+          if (A_KMAJOR)
+            ldmatrix_x4(af[mt], sa + TileA::offset(m + r, k / 8));
+          else
+            ldmatrix_x4_trans(af[mt], sa + TileA::offset(k + r, m / 8));
+        } else {
+          // a0..a3 = A(g, q), A(g + 8, q), A(g, q + 4), A(g + 8, q + 4) of the k-step
+          if (A_KMAJOR) {
+            // matrices: (rows 0-7, k 0-3), (rows 8-15, k 0-3), (rows 0-7, k 4-7), (rows 8-15, k 4-7)
+            const int m = mt * 16 + (j & 1) * 8, k = kk * 8 + (j >> 1) * 4;
+            ldmatrix_x4(af[mt], sa + TileA::offset(m + r, k / 4));
+          } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int m = mt * 16 + g + (i & 1) * 8, k = kk * 8 + q + (i >> 1) * 4;
+              af[mt][i] = sm80::ld_shared_b32(sa + TileA::offset(k, m / 4) + (m % 4) * 4);
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) af[mt][i] = sm80::to_tf32(af[mt][i]);
+        }
       }
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {
-        // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
-        const int n = wn0 + np * 16 + (j >> 1) * 8, k = kk * 16 + (j & 1) * 8;
+        // bf[0], bf[1]: the n8 tile 2 np; bf[2], bf[3]: 2 np + 1.
         uint32_t bf[4];
-        if (B_KMAJOR)
-          ldmatrix_x4(bf, sb + TileB::offset(n + r, k / 8));
-        else
-          ldmatrix_x4_trans(bf, sb + TileB::offset(k + r, n / 8));
+        if constexpr (!kTf32) {
+          // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
+          const int n = wn0 + np * 16 + (j >> 1) * 8, k = kk * 16 + (j & 1) * 8;
+          if (B_KMAJOR)
+            ldmatrix_x4(bf, sb + TileB::offset(n + r, k / 8));
+          else
+            ldmatrix_x4_trans(bf, sb + TileB::offset(k + r, n / 8));
+        } else {
+          // b0, b1 = B(q, g), B(q + 4, g) of each n8 tile
+          if (B_KMAJOR) {
+            // matrices: (n 0-7, k 0-3), (n 0-7, k 4-7), (n 8-15, k 0-3), (n 8-15, k 4-7)
+            const int n = wn0 + np * 16 + (j >> 1) * 8, k = kk * 8 + (j & 1) * 4;
+            ldmatrix_x4(bf, sb + TileB::offset(n + r, k / 4));
+          } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int n = wn0 + np * 16 + (i >> 1) * 8 + g, k = kk * 8 + q + (i & 1) * 4;
+              bf[i] = sm80::ld_shared_b32(sb + TileB::offset(k, n / 4) + (n % 4) * 4);
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) bf[i] = sm80::to_tf32(bf[i]);
+        }
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           Mma<T>::run(acc[mt][2 * np], af[mt], bf[0], bf[1]);
@@ -245,8 +318,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
   cp_async_wait<0>();  // no copy may still target shared memory at exit
 
   // Accumulator (mt, nt, e): row mt*16 + lane/4 (+8 for e >= 2), column
-  // wn0 + nt*8 + (lane%4)*2 + (e & 1).
-  const int g = lane / 4, q = lane % 4;
+  // wn0 + nt*8 + (lane%4)*2 + (e & 1) (m16n8k16 and m16n8k8 alike).
   T* C = static_cast<T*>(p.c) + batch * p.c_batch;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   if (p.cluster_reduce) {

@@ -13,7 +13,9 @@ namespace cuda {
 namespace skinny {
 
 constexpr int kBN = 128;  // columns of C per CTA
-constexpr int kBK = 64;   // k per pipeline stage
+// K per pipeline stage: 128 bytes of every row (64 bf16 / fp16 elements, 32 fp32 ones).
+constexpr int kBKBytes = 128;
+constexpr int bk_for(int elem_bytes) { return kBKBytes / elem_bytes; }
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
@@ -23,7 +25,7 @@ constexpr int kThreads = 32 * kWarps;
 // of about one CTA per SM: 6 stages of B in flight instead of 3-4.
 constexpr int kDeepStages = 7;
 constexpr int stages_for(int bm, bool deep = false) { return deep ? kDeepStages : bm <= 32 ? 5 : 4; }
-constexpr int smem_bytes(int bm, bool deep = false) { return stages_for(bm, deep) * (bm + kBN) * kBK * 2; }
+constexpr int smem_bytes(int bm, bool deep = false) { return stages_for(bm, deep) * (bm + kBN) * kBKBytes; }
 
 // Everything a launch needs.  Strides in elements.  The kernel computes
 // rows [0, M) x cols [0, N) of C; C element (r, c) of batch b lives at
@@ -64,10 +66,12 @@ struct Launch {
   int batch = 1;
 };
 
-// Per-dtype launchers (skinny_bf16.cu, skinny_f16.cu): the main kernel, then
-// the split reduction when p.splits > 1.
+// Per-dtype launchers (skinny_bf16.cu, skinny_f16.cu, skinny_tf32.cu: fp32
+// operands with TF32 allowed): the main kernel, then the split reduction when
+// p.splits > 1.
 const char* launch_bf16(const Launch& l, cudaStream_t stream);
 const char* launch_f16(const Launch& l, cudaStream_t stream);
+const char* launch_tf32(const Launch& l, cudaStream_t stream);
 
 }  // namespace skinny
 }  // namespace cuda

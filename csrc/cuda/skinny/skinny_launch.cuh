@@ -1,4 +1,4 @@
-// The launcher template behind skinny_bf16.cu / skinny_f16.cu: picks the
+// The launcher template behind skinny_bf16.cu / skinny_f16.cu / skinny_tf32.cu: picks the
 // kernel instance for (block height, layouts), raises its shared-memory
 // limit once per device, launches it, then the split reduction.
 #pragma once
@@ -37,9 +37,14 @@ const char* launch_depth(const Launch& l, cudaStream_t stream) {
                     : launch_tile<T, BM, false, false, DEEP>(l, stream);
 }
 
+// (tf32 has no deep instances: skinny.cu declines them.)
 template <class T, int BM>
 const char* launch_bm(const Launch& l, cudaStream_t stream) {
-  return l.deep ? launch_depth<T, BM, true>(l, stream) : launch_depth<T, BM, false>(l, stream);
+  if constexpr (sizeof(T) == 4) {
+    return l.deep ? "skinny: no deep tf32 kernels" : launch_depth<T, BM, false>(l, stream);
+  } else {
+    return l.deep ? launch_depth<T, BM, true>(l, stream) : launch_depth<T, BM, false>(l, stream);
+  }
 }
 
 template <class T>
