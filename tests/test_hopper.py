@@ -106,7 +106,8 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
     the same, without ping-pong, except that a K-major A over <= 8 tile rows
     takes 128x128 tiles (no cluster) where the weighted waves below say so.  Otherwise 128x64 tiles when
     the 128x128 tiles fill at most half the SMs (unless stream-K takes them and
-    N is 65..128), else 128x128 unless 128x256
+    N is 65..128) or N <= 64 (also over the tiles above, where they have no
+    cluster nor ping-pong), else 128x128 unless 128x256
     needs fewer weighted waves (a 128x128 tile costs 0.5/0.9); a 128x256 grid
     without clusters becomes 128x192 where that needs fewer weighted waves
     (a 128x192 tile costs 0.75/0.95) unless stream-K is switched on.  128x64
@@ -136,7 +137,9 @@ def expected_tile(M, N, batch=1, dtype=None, K=0, streamk=None, a_mn=False):
             tile = "128x128ppc2"  # (16-bit only)
         if dtype == torch.float32 and not a_mn and tm <= 8 and w128 * 5 < w256 * 9:
             tile = "128x128"
-    elif tiles128 * 2 <= sms and not (
+        if N <= 64 and tile in ("128x256", "128x128"):  # (no cluster, no ping-pong)
+            tile = "128x64"
+    elif (tiles128 * 2 <= sms or N <= 64) and not (
             (streamk if streamk is not None else tiles128 * 4 <= sms and kb >= 128) and 64 < N <= 128):
         tile = "128x64"  # (not where stream-K takes 128x64 tiles that would split a 65..128-wide N)
     else:

@@ -207,9 +207,12 @@ struct Planned {
   // stream-K their pieces run at different k, so A comes from DRAM twice
   // (tf32 NN with M = 128, N = K = 4096 runs as 4096x128x4096: 0.66 of
   // cuBLAS with 128x64 tiles against 0.90 for the same problem in NT).
+  // And wherever N <= 64: the same tiles as 128x128 with half the padding
+  // (tf32 NT, H200, config_sweep.py, 128x128 -> 128x64: 12608x16x768 0.82
+  // -> 1.08, 16384x8x4096 0.76 -> 1.04 of torch; docs/skinny.md, "tf32").
   const bool want_sk = tiles128 * 4 <= sms && k_blocks >= 128;
   const bool narrow_rereads_a = want_sk && p.N > 64 && p.N <= 128;
-  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 && tiles128 * 2 <= sms && !narrow_rereads_a)
+  if (!c.pingpong && c.cluster == 1 && c.split_k == 0 && (tiles128 * 2 <= sms || p.N <= 64) && !narrow_rereads_a)
     c.tile = Tile::k128x64;
   // Stream-K over the last partial wave (cooperative without cluster or
   // split; 128x256streamk, 128x128streamk, 128x64streamk by name): the rule
