@@ -104,13 +104,22 @@ def test_candidates_run_as_named(driver):
     """The autotuner's candidates on a device: the rules' choice first, then
     names that each run as named, each kernel once."""
     for case in [(16, 4096, 4096, 1, "bf16", "nt", "-"), (1536, 1536, 1536, 1, "bf16", "nn", "-"),
-                 (96, 4096, 4096, 1, "f16", "tn", "-"), (4096, 4096, 4096, 1, "tf32", "nt", "-")]:
+                 (96, 4096, 4096, 1, "f16", "tn", "-"), (4096, 4096, 4096, 1, "tf32", "nt", "-"),
+                 (16384, 8, 4096, 1, "tf32", "nt", "-"), (16, 768, 12608, 1, "tf32", "tn", "-")]:
         cands = run(driver, [case], "--candidates")[0].split()
         assert cands[0] == "-" and len(cands) > 3, (case, cands)
         rules, = run(driver, [case])
         got = run(driver, [case[:-1] + (c,) for c in cands[1:]])
         assert got == cands[1:] and rules not in got and len(set(got)) == len(got), case
         assert not any(c.startswith("sm80_") for c in cands), (case, cands)  # sm90 runs these here
+    # tf32 with a side <= 64 (no one-slab tiles): the skinny kernel's tf32
+    # configurations, and the 128-row tiles where they read the operands in
+    # place (NT, NN; TN takes a copy, which a forced name does not make).
+    for case in [(16384, 8, 4096, 1, "tf32", "nt", "-"), (16, 768, 12608, 1, "tf32", "tn", "-"),
+                 (4096, 32, 3584, 1, "tf32", "nn", "-")]:
+        cands = run(driver, [case], "--candidates")[0].split()
+        assert any(c.startswith("skinny_tf32_") for c in cands), (case, cands)
+        assert any(c.startswith("sm90_tf32_128x") for c in cands) == (case[5] != "tn"), (case, cands)
     # The shortlist: never the skinny kernel's 7-stage pipeline; of the
     # swapped-only widths (128x144sw ... 128x232sw), the two of the fewest
     # weighted waves (hopper.cu's swap_width cost), the narrower of equals.

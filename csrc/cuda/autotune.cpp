@@ -126,9 +126,10 @@ std::vector<Settings> candidates(const GemmProblem& p) {
   const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
   if (!half && !tf32) return out;  // strict fp32 / fp64: the rules
   const int64_t small = std::min(p.M, p.N);
-  if (half && small <= 128) {
+  if (small <= 128) {
     // Small M or N: the skinny kernel's configurations at the block height
-    // that covers the small side (in the orientation a forced one runs).
+    // that covers the small side (in the orientation a forced one runs;
+    // tf32 too).
     const int bm = small <= 16 ? 16 : small <= 32 ? 32 : 64;
     const std::string height = std::to_string(bm) + "x128sk";
     const std::string swap = p.M > 128 && p.N <= 128 ? "_swap" : "";
@@ -150,14 +151,16 @@ std::vector<Settings> candidates(const GemmProblem& p) {
   // K = 1024, mixed at K = 4096; for the tuner to settle per class).
   // Up to one wave of 128x128 tiles on a Hopper GPU (132 SMs): the wide
   // one-slab tiles (64x72sw ... 64x160sw) too, as hopper.cu's
-  // mid_slab_width picks them.
+  // mid_slab_width picks them.  tf32 has no one-slab tiles: its 128-row ones
+  // whatever the small side (without them a tf32 GEMM with a side <= 64 had
+  // no candidate but the rules' kernel, and the tuner passed it by).
   const int64_t tiles64 = ceil_div(p.M, 128) * ceil_div(p.N, 64) * p.batch;
   const bool few = tiles64 <= 64, one_wave = ceil_div(p.M, 128) * ceil_div(p.N, 128) * p.batch <= 132;
   for (const std::string& n : hopper_config_list(p)) {
     const bool slab = n.find("_64x") != std::string::npos;
     const bool as_called = n.find("sw_") == std::string::npos;
     const bool wide = slab && std::atoi(n.c_str() + n.find("_64x") + 4) > sm90::kMaxNarrowSlab;
-    if (slab ? small <= 128 || (few && as_called) || (one_wave && wide) : small > 64) out.push_back(Settings{n});
+    if (slab ? small <= 128 || (few && as_called) || (one_wave && wide) : small > 64 || tf32) out.push_back(Settings{n});
   }
   // The sm80 (mma.sync) configurations where the skinny kernel does not
   // take the problem (the tile that wins depends on the grid and K:
