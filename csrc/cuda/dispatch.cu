@@ -112,6 +112,11 @@ bool hopper_over_skinny(const GemmProblem& p, const DeviceInfo& dev) {
   return hopper_one_slab(p, dev) || (p.M > 32 && p.N >= 6144 && hopper_can_run(p, dev));
 }
 
+// Whether the rules give `p` to the skinny kernel.
+bool skinny_takes(const GemmProblem& p, const DeviceInfo& dev) {
+  return !disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev);
+}
+
 // A configuration forced by name (TILED_CONFIG, or the table's or the
 // autotuner's choice) whose family can take `p` as named: that family, in
 // dispatch order where the list names several.
@@ -130,7 +135,7 @@ bool forced_family(const GemmProblem& p, const DeviceInfo& dev, Family* f) {
 Family choose(const GemmProblem& p, const DeviceInfo& dev) {
   Family forced;
   if (forced_family(p, dev, &forced)) return forced;
-  if (!disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev)) return Family::skinny;
+  if (skinny_takes(p, dev)) return Family::skinny;
   if (!disabled("hopper") && hopper_can_run(p, dev)) return Family::hopper;
   // Not yet measured against the alternatives below; on GPUs without the
   // Hopper family it replaces the SIMT kernels for 16-bit and tf32 (on an
@@ -190,7 +195,7 @@ StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
   if (std::min(p.M, p.N) < kMinStagedDim || runs(p)) return none;
   // A tf32 problem with a side of 64 that the skinny kernel reads in place
   // (choose() takes it there: hopper_over_skinny).
-  if (tf32 && !disabled("skinny") && skinny_can_run(p, dev) && !hopper_over_skinny(p, dev)) return none;
+  if (tf32 && skinny_takes(p, dev)) return none;
   const int64_t align = 16 / dtype_size(p.dtype);
   const StagedOperand sa = stage_as(tf32 ? true : p.a.row_major(), p.M, p.K, align);
   const StagedOperand sb = stage_as(tf32 ? false : p.b.row_major(), p.K, p.N, align);

@@ -74,6 +74,8 @@ bool dtype_ok(const GemmProblem& p) {
   return p.dtype == DType::bf16 || p.dtype == DType::f16 || (p.dtype == DType::f32 && p.allow_tf32);
 }
 const char* dtype_tag(DType d) { return d == DType::bf16 ? "bf16" : d == DType::f16 ? "f16" : "tf32"; }
+// tf32 has no `deep` instances (skinny_tf32.cu).
+bool has_variant(DType d, const Variant& v) { return !(v.deep && d == DType::f32); }
 const char* layout_tag(const GemmProblem& p) {
   static const char* const kAb[2][2] = {{"tt", "tn"}, {"nt", "nn"}};
   return kAb[p.a.row_major() ? 1 : 0][p.b.row_major() ? 1 : 0];
@@ -167,8 +169,7 @@ int auto_splits(int64_t tiles, int64_t k_blocks, const Launch& l, const DeviceIn
 bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, const Variant& v = Variant{}, int want_swap = -1) {
   if (!dtype_ok(p)) return false;
   if (dev.sm_major < 8) return false;
-  const bool tf32 = p.dtype == DType::f32;
-  if (tf32 && v.deep) return false;  // no deep tf32 instances (skinny_tf32.cu)
+  if (!has_variant(p.dtype, v)) return false;
   const int64_t per_chunk = 16 / dtype_size(p.dtype);
   const int64_t limit = v.bm > 0 ? kMaxForcedSmallDim : kMaxSmallDim;
   const bool swap = p.M > limit && p.N <= limit;
@@ -264,7 +265,7 @@ std::vector<std::string> skinny_config_list(const GemmProblem& p) {
   if (!dtype_ok(p)) return out;
   const std::string head = std::string("skinny_") + dtype_tag(p.dtype) + "_";
   for (const Variant& v : variants())
-    if (!(v.deep && p.dtype == DType::f32))
+    if (has_variant(p.dtype, v))
       for (const char* sw : {"", "_swap"}) out.push_back(head + variant_name(v) + "_" + layout_tag(p) + sw);
   return out;
 }

@@ -46,7 +46,7 @@
 #include "../hopper/ptx.cuh"
 #include "../epilogue.cuh"
 #include "../simt/numeric.cuh"
-#include "../sm80/sm80.cuh"  // Mma<float> (m16n8k8 tf32), to_tf32, ld_shared_b32
+#include "../sm80/sm80.cuh"  // Mma (m16n8k16, m16n8k8 tf32), to_tf32, ld_shared_b32, smem_u32
 #include "skinny.h"
 
 namespace tiled {
@@ -54,10 +54,6 @@ namespace cuda {
 namespace skinny {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 
 // 16-byte global -> shared copy; bytes past `src_bytes` (0..16) are zeroed.
 // With `hint`, under the L2 policy `policy` (l2_evict_first_policy).
@@ -71,31 +67,6 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int sr
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
                  : "memory");
 }
-
-// D (+)= A * B on one m16n8k16 tile (m16n8k8 for tf32), fp32 accumulators; T picks the PTX type.
-template <class T>
-struct Mma;
-#define TILED_SKINNY_MMA(T, PTX_TYPE)                                                                     \
-  template <>                                                                                             \
-  struct Mma<T> {                                                                                         \
-    static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,        \
-                                               uint32_t b1) {                                             \
-      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX_TYPE "." PTX_TYPE                          \
-                   ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                       \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                       \
-    }                                                                                                     \
-  };
-TILED_SKINNY_MMA(__nv_bfloat16, "bf16")
-TILED_SKINNY_MMA(__half, "f16")
-#undef TILED_SKINNY_MMA
-template <>
-struct Mma<float> {  // tf32 operands (already rounded), m16n8k8: sm80.cuh's
-  static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    const uint32_t b[2] = {b0, b1};
-    sm80::Mma<float>::run(d, a, b);
-  }
-};
 
 // A tile of ROWS rows of CHUNKS 16-byte chunks in shared memory; chunk `ch`
 // of row `r` is stored at chunk ch ^ s(r):
@@ -206,7 +177,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
   const int kb1 = min(kb0 + p.k_blocks_per_split, k_blocks);
   const T* A = static_cast<const T*>(p.a) + batch * p.a_batch;
   const T* B = static_cast<const T*>(p.b) + batch * p.b_batch;
-  const uint32_t base = smem_u32(smem);
+  const uint32_t base = sm80::smem_u32(smem);
   const uint64_t b_policy = p.stream_b ? l2_evict_first_policy() : 0;
 
   auto load_stage = [&](int kb, int slot) {
@@ -256,61 +227,56 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(Params p) {
       uint32_t af[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        if constexpr (!kTf32) {
-          // matrices: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15)
-          const int m = mt * 16 + (j & 1) * 8, k = kk * 16 + (j >> 1) * 8;
-          if (A_KMAJOR)
-            ldmatrix_x4(af[mt], sa + TileA::offset(m + r, k / 8));
-          else
-            ldmatrix_x4_trans(af[mt], sa + TileA::offset(k + r, m / 8));
+        // The fragment a0..a3 as ldmatrix's matrices (rows 0-7, k 0-h), (rows
+        // 8-15, k 0-h), (rows 0-7, k h-2h), (rows 8-15, k h-2h), h = kMmaK / 2
+        // = one 16-byte chunk of K (8 16-bit elements, 4 fp32).  A tf32
+        // M-major A: the same a0..a3 = A(g, q), A(g + 8, q), A(g, q + 4),
+        // A(g + 8, q + 4) by 32-bit loads.
+        const int m = mt * 16 + (j & 1) * 8, k = kk * kMmaK + (j >> 1) * (kMmaK / 2);
+        if constexpr (A_KMAJOR) {
+          ldmatrix_x4(af[mt], sa + TileA::offset(m + r, k / kPer));
+        } else if constexpr (!kTf32) {
+          ldmatrix_x4_trans(af[mt], sa + TileA::offset(k + r, m / kPer));
         } else {
-          // a0..a3 = A(g, q), A(g + 8, q), A(g, q + 4), A(g + 8, q + 4) of the k-step
-          if (A_KMAJOR) {
-            // matrices: (rows 0-7, k 0-3), (rows 8-15, k 0-3), (rows 0-7, k 4-7), (rows 8-15, k 4-7)
-            const int m = mt * 16 + (j & 1) * 8, k = kk * 8 + (j >> 1) * 4;
-            ldmatrix_x4(af[mt], sa + TileA::offset(m + r, k / 4));
-          } else {
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int m = mt * 16 + g + (i & 1) * 8, k = kk * 8 + q + (i >> 1) * 4;
-              af[mt][i] = sm80::ld_shared_b32(sa + TileA::offset(k, m / 4) + (m % 4) * 4);
-            }
+          for (int i = 0; i < 4; ++i) {
+            const int mi = mt * 16 + g + (i & 1) * 8, ki = kk * 8 + q + (i >> 1) * 4;
+            af[mt][i] = sm80::ld_shared_b32(sa + TileA::offset(ki, mi / 4) + (mi % 4) * 4);
           }
+        }
+        if constexpr (kTf32) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) af[mt][i] = sm80::to_tf32(af[mt][i]);
         }
       }
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {
-        // bf[0], bf[1]: the n8 tile 2 np; bf[2], bf[3]: 2 np + 1.
+        // bf[0], bf[1]: b0, b1 of the n8 tile 2 np; bf[2], bf[3]: of 2 np + 1.
+        // As ldmatrix's matrices (n 0-7, k 0-h), (n 0-7, k h-2h), (n 8-15,
+        // k 0-h), (n 8-15, k h-2h); a tf32 N-major B: b0, b1 = B(q, g),
+        // B(q + 4, g) of each n8 tile by 32-bit loads.
         uint32_t bf[4];
-        if constexpr (!kTf32) {
-          // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
-          const int n = wn0 + np * 16 + (j >> 1) * 8, k = kk * 16 + (j & 1) * 8;
-          if (B_KMAJOR)
-            ldmatrix_x4(bf, sb + TileB::offset(n + r, k / 8));
-          else
-            ldmatrix_x4_trans(bf, sb + TileB::offset(k + r, n / 8));
+        const int n = wn0 + np * 16 + (j >> 1) * 8, k = kk * kMmaK + (j & 1) * (kMmaK / 2);
+        if constexpr (B_KMAJOR) {
+          ldmatrix_x4(bf, sb + TileB::offset(n + r, k / kPer));
+        } else if constexpr (!kTf32) {
+          ldmatrix_x4_trans(bf, sb + TileB::offset(k + r, n / kPer));
         } else {
-          // b0, b1 = B(q, g), B(q + 4, g) of each n8 tile
-          if (B_KMAJOR) {
-            // matrices: (n 0-7, k 0-3), (n 0-7, k 4-7), (n 8-15, k 0-3), (n 8-15, k 4-7)
-            const int n = wn0 + np * 16 + (j >> 1) * 8, k = kk * 8 + (j & 1) * 4;
-            ldmatrix_x4(bf, sb + TileB::offset(n + r, k / 4));
-          } else {
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int n = wn0 + np * 16 + (i >> 1) * 8 + g, k = kk * 8 + q + (i & 1) * 4;
-              bf[i] = sm80::ld_shared_b32(sb + TileB::offset(k, n / 4) + (n % 4) * 4);
-            }
+          for (int i = 0; i < 4; ++i) {
+            const int ni = wn0 + np * 16 + (i >> 1) * 8 + g, ki = kk * 8 + q + (i & 1) * 4;
+            bf[i] = sm80::ld_shared_b32(sb + TileB::offset(ki, ni / 4) + (ni % 4) * 4);
           }
+        }
+        if constexpr (kTf32) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) bf[i] = sm80::to_tf32(bf[i]);
         }
+        const uint32_t b_lo[2] = {bf[0], bf[1]}, b_hi[2] = {bf[2], bf[3]};
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          Mma<T>::run(acc[mt][2 * np], af[mt], bf[0], bf[1]);
-          Mma<T>::run(acc[mt][2 * np + 1], af[mt], bf[2], bf[3]);
+          sm80::Mma<T>::run(acc[mt][2 * np], af[mt], b_lo);
+          sm80::Mma<T>::run(acc[mt][2 * np + 1], af[mt], b_hi);
         }
       }
     }
