@@ -58,6 +58,7 @@
 #include "../settings.h"
 #include "hopper.h"
 #include "ptx.cuh"
+#include "../raster.h"
 #include "../stream_k.h"
 #include "tensor_map.h"
 #include "../smem_opt_in.h"
@@ -84,7 +85,7 @@ struct KernelArgs {
   // c[n * c_row_stride + m], and bias[m] is added (by TMA where c_tma, else
   // checked stores).
   int c_trans;
-  int group_m;               // grouped raster: tile rows per group (>= 1)
+  Raster raster;             // the units' order (raster.h): unit rows (tile rows / kCluster) x tiles_n x batch
   void* c;
   int64_t c_batch_stride, c_row_stride;  // elements
   const void* bias;                      // [N] of T, or null
@@ -336,27 +337,6 @@ __device__ __forceinline__ void st_global_words(void* p, const uint32_t (&w)[4])
                : "memory");
 }
 
-// Tile index -> (batch, tile row, tile column).  Within a batch, tiles go in
-// groups of kGroupM tile rows, column by column inside a group, so the CTAs
-// running at one time share a few rows of A and a band of B in L2.
-struct TileCoord {
-  int b, tm, tn;
-};
-__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n, int kGroupM) {
-  const int per_batch = tiles_m * tiles_n;
-  TileCoord t;
-  t.b = tile / per_batch;
-  const int r = tile - t.b * per_batch;
-  const int group_span = kGroupM * tiles_n;
-  const int group = r / group_span;
-  const int first_m = group * kGroupM;
-  const int rows_in_group = min(tiles_m - first_m, kGroupM);
-  const int rr = r - group * group_span;
-  t.tm = first_m + rr % rows_in_group;
-  t.tn = rr / rows_in_group;
-  return t;
-}
-
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // A consumer warp is done reading a stage: tell every producer that writes it.
 template <int kCluster>
@@ -443,7 +423,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const uint64_t policy = args.l2_stream ? l2_evict_first_policy() : 0;
       // k-blocks [kb_from, kb_to) of one unit into the ring.
       auto load_unit = [&](int unit, int kb_from, int kb_to) {
-        const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
+        const TileCoord tc = args.raster.coord(unit);
         // With a cluster, a tile row past the matrix (odd tiles_m) still runs:
         // its A boxes are all zero-fill and its stores are masked, but it
         // must load its half of the peer's B.
@@ -492,11 +472,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
         }
       };
+      // (Without stream-K tiles the run is empty: skipping it spares the
+      // first load two 64-bit divisions.)
       if constexpr (Cfg::kStreamK) {
-        SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
-                  sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
-        int unit, kb0, kb1;
-        while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) load_unit(unit, kb0, kb1);
+        if (args.sk_tiles > 0) {
+          SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
+                    sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
+          int unit, kb0, kb1;
+          while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) load_unit(unit, kb0, kb1);
+        }
       }
       for (int unit = dp_first; unit < total_units; unit += unit_stride) load_unit(unit, kb_begin, kb_end);
     }
@@ -925,11 +909,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       auto slot = [&](int cta) {
         return reinterpret_cast<float4*>(args.sk_partials) + (static_cast<int64_t>(cta) * 2 + cw) * (kQuads * 128);
       };
-      SkRun run{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
-                sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
+      SkRun run{0, 0};
+      if (args.sk_tiles > 0)
+        run = SkRun{sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x, gridDim.x),
+                    sk_run_begin(args.sk_tiles, args.k_blocks, blockIdx.x + 1, gridDim.x)};
       int unit, kb0, kb1;
       while (sk_prev(run, args.k_blocks, unit, kb0, kb1)) {
-        const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
+        const TileCoord tc = args.raster.coord(unit);
         finish_mainloop(mainloop(kb0, kb1));
         if (kb1 < args.k_blocks) {
           // Not the tile's end: always this CTA's first piece; park it.
@@ -1007,7 +993,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     constexpr int kUnitSteps = Cfg::kPingPong ? 2 : 1;
     for (; unit < total_units; unit += kUnitSteps * unit_stride, local += kUnitSteps) {
-      const TileCoord tc = tile_coord(unit, unit_rows, args.tiles_n, args.group_m);
+      const TileCoord tc = args.raster.coord(unit);
       const int tile_m = tc.tm * Cfg::kCluster + rank;
       if constexpr (Cfg::kPingPong) {
         if (local > 0) named_barrier_sync(1 + cw, kOrderThreads);
@@ -1056,7 +1042,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const int S = static_cast<int>(cluster_nctarank());
       const int r = static_cast<int>(cluster_ctarank());
       const int rows = kBM / S;  // S divides 128
-      const TileCoord tc = tile_coord(first_unit, unit_rows, args.tiles_n, args.group_m);
+      const TileCoord tc = args.raster.coord(first_unit);
       T* c = static_cast<T*>(args.c) + static_cast<int64_t>(tc.b) * args.c_batch_stride;
       const T* bias = static_cast<const T*>(args.bias);
       const int t = threadIdx.x - 128;
@@ -1221,7 +1207,7 @@ const char* launch_sm90(const GemmProblem& p, const DeviceInfo& dev, cudaStream_
   args.epi_on = p.epi.any() ? 1 : 0;
   if (args.epi_on && (!args.c_tma || !Cfg::kPingPong))
     return "sm90: the epilogue is fused into ping-pong kernels' TMA stores only (dispatch runs it as a pass otherwise)";
-  args.group_m = c.group_m >= 1 ? c.group_m : 8;
+  args.raster = Raster::of((args.tiles_m + Cfg::kCluster - 1) / Cfg::kCluster, args.tiles_n, c.group_m >= 1 ? c.group_m : 8);
   args.c = p.c;
   args.c_batch_stride = p.c_batch_stride;
   args.c_row_stride = p.c_row_stride;
