@@ -11,10 +11,10 @@ setmaxnreg, 12 its tensormap prefetch, 13 a unit's coordinates, 14 a
 stage free, 3 a stage's loads posted, 8 consumer past setmaxnreg, 15 / 4
 a consumer before / after a stage's wait, 5 / 6 before / after the
 epilogue, 7 the TMA stores complete; 10 / 11 globaltimer at the start and
-the end.  Each slot keeps its last stamp, so the loop stamps (3, 4, 12-15)
+the end.  Each slot keeps its last stamp, so the loop stamps (3, 4, 13-15)
 time the first iteration only for CTAs of one tile and one k-block.  The
-anchors are lines of the kernel; an edit there makes this script stop
-with the anchor it missed."""
+anchors are pieces of the kernel's lines; an edit that removes one or makes
+it ambiguous stops this script with that piece."""
 import sys
 src = open(sys.argv[1]).read()
 pre = r'''
@@ -22,29 +22,36 @@ __device__ unsigned long long g_probe[4096 * 16];
 #define TP(i, cond) do { if (cond) { unsigned long long t_; asm volatile("mov.u64 %0, %%clock64;" : "=l"(t_)); g_probe[blockIdx.x * 16 + (i)] = t_; } } while (0)
 #define TG(i, cond) do { if (cond) { unsigned long long t_; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)); g_probe[blockIdx.x * 16 + (i)] = t_; } } while (0)
 '''
+# (a unique piece of one line of the kernel, where the stamp goes, the stamp)
 edits = [
-  ("  const int wg_thread = threadIdx.x % 128;\n", "TP(0, threadIdx.x == 0); TG(10, threadIdx.x == 0);\n", "after"),
-  ("  // Work is dealt to clusters; both CTAs", "  TP(1, threadIdx.x == 0);\n", "before"),
-  ("    if constexpr (!Cfg::kOneSlab) setmaxnreg_dec<Cfg::kProducerRegs>();\n", "TP(2, wg_thread == 0);\n", "after"),
-  ("          mbar_arrive_expect_tx(full, Cfg::kStageBytes);\n", "TP(3, true);\n", "after"),
-  ("    if constexpr (!Cfg::kOneSlab) setmaxnreg_inc<Cfg::kConsumerRegs>();\n", "TP(8, threadIdx.x == 128);\n", "after"),
-  ("          mbar_wait(full_bar + 8 * stage, phase);\n          // 64 rows of A per wgmma", None, "wait"),
-  ("      epilogue(tc, tile_m);\n    }\n", None, "epi"),
-  ("      prefetch_tensormap(&tmap_b);\n", "TP(12, true);\n", "after"),
-  ("        const int bb = args.b_batched ? tc.b : 0;\n", "TP(13, true);\n", "after"),
-  ("          mbar_wait(empty_bar + 8 * stage, phase ^ 1);\n", "TP(14, true);\n", "after"),
-  ("    if (Cfg::kTmaEpilogue && args.c_tma && wg_thread == 0) bulk_wait_group<0>();\n", "TP(7, threadIdx.x == 128); TG(11, threadIdx.x == 128);\n", "after"),
+    ("const int wg_thread = threadIdx.x % 128;", "after", "TP(0, threadIdx.x == 0); TG(10, threadIdx.x == 0);"),
+    ("if (warpgroup == 0) {", "before", "TP(1, threadIdx.x == 0);"),
+    ("setmaxnreg_dec<Cfg::kProducerRegs>();", "after", "TP(2, wg_thread == 0);"),
+    ("mbar_arrive_expect_tx(full, Cfg::kStageBytes);", "after", "TP(3, true);"),
+    ("setmaxnreg_inc<Cfg::kConsumerRegs>();", "after", "TP(8, threadIdx.x == 128);"),
+    ("prefetch_tensormap(&tmap_b);", "after", "TP(12, true);"),
+    ("const int bb = args.b_batched ? tc.b : 0;", "after", "TP(13, true);"),
+    ("mbar_wait(empty_bar + 8 *", "after", "TP(14, true);"),
+    ("if (Cfg::kTmaEpilogue && args.c_tma && wg_thread == 0) bulk_wait_group<0>();", "after",
+     "TP(7, threadIdx.x == 128); TG(11, threadIdx.x == 128);"),
 ]
-for anchor, ins, how in edits:
-    assert src.count(anchor) == 1, anchor
-    if how == "after":
-        src = src.replace(anchor, anchor + ins)
-    elif how == "before":
-        src = src.replace(anchor, ins + anchor)
-    elif how == "wait":
-        src = src.replace(anchor, "          TP(15, threadIdx.x == 128);\n          mbar_wait(full_bar + 8 * stage, phase);\n          TP(4, threadIdx.x == 128);\n          // 64 rows of A per wgmma")
-    elif how == "epi":
-        src = src.replace(anchor, "      TP(5, threadIdx.x == 128);\n      epilogue(tc, tile_m);\n      TP(6, threadIdx.x == 128);\n    }\n")
+lines = src.split("\n")
+# The first consumer wait of the mainloop (not the register-A one) and the whole-tile epilogue call.
+wait = [k for k, l in enumerate(lines) if "mbar_wait(full_bar + 8 * stage, phase);" in l and "64 rows of A per wgmma" in lines[k + 1]]
+epi = [k for k, l in enumerate(lines) if l.strip() == "epilogue(tc, tile_m);"]
+assert len(wait) == 1 and len(epi) == 1, (wait, epi)
+inserts = {wait[0]: (["TP(15, threadIdx.x == 128);"], ["TP(4, threadIdx.x == 128);"]),
+           epi[0]: (["TP(5, threadIdx.x == 128);"], ["TP(6, threadIdx.x == 128);"])}
+for piece, where, stamp in edits:
+    hits = [k for k, l in enumerate(lines) if piece in l]
+    assert len(hits) == 1, (piece, hits)
+    before, after = inserts.setdefault(hits[0], ([], []))
+    (before if where == "before" else after).append(stamp)
+out = []
+for k, l in enumerate(lines):
+    before, after = inserts.get(k, ([], []))
+    out += before + [l] + after
+src = "\n".join(out)
 i = src.index("namespace tiled {")
 src = src[:i] + pre + src[i:]
 open(sys.argv[2], "w").write(src)
