@@ -653,49 +653,59 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 const int col = slab0 + warp * 16 + lane / 4 + 8 * h;
                 if (bias && col < args.M) bv[h] = OutCast<T>::load(bias + col);
               }
+              // (Two copies, with and without the bias adds, as in the
+              // row-major stores below.)
+              auto store_tile = [&](auto with_bias) {
+                constexpr bool kBias = decltype(with_bias)::value;
 #pragma unroll
-              for (int jc = 0; jc < (kBN + 63) / 64; ++jc) {
-                const int parity = kTBoxes == 2 ? 0 : epi_boxes++ & 1;
-                const uint32_t buf = epi_smem + (2 * cw + (kTBoxes == 2 ? warp >> 1 : parity)) * kCBoxBytes;
-                if (wg_thread == 0) bulk_wait_group_read<kTBoxes == 2 ? 0 : 1>();
-                named_barrier_sync(bar, 128);
+                for (int jc = 0; jc < (kBN + 63) / 64; ++jc) {
+                  const int parity = kTBoxes == 2 ? 0 : epi_boxes++ & 1;
+                  const uint32_t buf = epi_smem + (2 * cw + (kTBoxes == 2 ? warp >> 1 : parity)) * kCBoxBytes;
+                  if (wg_thread == 0) bulk_wait_group_read<kTBoxes == 2 ? 0 : 1>();
+                  named_barrier_sync(bar, 128);
 #pragma unroll
-                for (int jj = 0; jj < 8; ++jj) {
-                  if (8 * jc + jj >= kBN / 8) break;  // the narrow widths' last chunk
+                  for (int jj = 0; jj < 8; ++jj) {
+                    if (8 * jc + jj >= kBN / 8) break;  // the narrow widths' last chunk
 #pragma unroll
-                  for (int e = 0; e < 2; ++e) {
-                    const uint32_t r = static_cast<uint32_t>(8 * jj + 2 * (lane % 4) + e);  // box row
+                    for (int e = 0; e < 2; ++e) {
+                      const uint32_t r = static_cast<uint32_t>(8 * jj + 2 * (lane % 4) + e);  // box row
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                      const int box_col = (kTBoxes == 2 ? (warp & 1) * 16 : warp * 16) + lane / 4 + 8 * h;
-                      const uint32_t byte = static_cast<uint32_t>(box_col * Cfg::kElemBytes);
-                      const float x = acc[0][4 * (8 * jc + jj) + 2 * h + e] + bv[h];
-                      if constexpr (Cfg::kElemBytes == 4)
-                        st_shared_b32(buf + sw128_offset(r, byte), __float_as_uint(x));
-                      else
-                        st_shared_b16(buf + sw128_offset(r, byte), OutCast<T>::bits1(x));
+                      for (int h = 0; h < 2; ++h) {
+                        const int box_col = (kTBoxes == 2 ? (warp & 1) * 16 : warp * 16) + lane / 4 + 8 * h;
+                        const uint32_t byte = static_cast<uint32_t>(box_col * Cfg::kElemBytes);
+                        float x = acc[0][4 * (8 * jc + jj) + 2 * h + e];
+                        if constexpr (kBias) x += bv[h];
+                        if constexpr (Cfg::kElemBytes == 4)
+                          st_shared_b32(buf + sw128_offset(r, byte), __float_as_uint(x));
+                        else
+                          st_shared_b16(buf + sw128_offset(r, byte), OutCast<T>::bits1(x));
+                      }
                     }
                   }
-                }
-                fence_proxy_async_smem();
-                named_barrier_sync(bar, 128);
-                if (wg_thread == 0) {
-                  const int row0 = tc.tn * kBN + 64 * jc;
-                  if constexpr (kTBoxes == 2) {
-                    tma_store_3d(&tmap_c, epi_smem + 2 * cw * kCBoxBytes, slab0, row0, tc.b);
-                    tma_store_3d(&tmap_c, epi_smem + (2 * cw + 1) * kCBoxBytes, slab0 + 32, row0, tc.b);
-                  } else {
-                    // A whole chunk of 64 of C's rows, or the 8 / 16 / 32 / 40 left at a narrow tile's end.
-                    constexpr int kRowsLeft = kBN % 64 == 0 ? 64 : kBN % 64;
-                    const int rows = 64 * (jc + 1) <= kBN ? 64 : kRowsLeft;
+                  fence_proxy_async_smem();
+                  named_barrier_sync(bar, 128);
+                  if (wg_thread == 0) {
+                    const int row0 = tc.tn * kBN + 64 * jc;
+                    if constexpr (kTBoxes == 2) {
+                      tma_store_3d(&tmap_c, epi_smem + 2 * cw * kCBoxBytes, slab0, row0, tc.b);
+                      tma_store_3d(&tmap_c, epi_smem + (2 * cw + 1) * kCBoxBytes, slab0 + 32, row0, tc.b);
+                    } else {
+                      // A whole chunk of 64 of C's rows, or the 8 / 16 / 32 / 40 left at a narrow tile's end.
+                      constexpr int kRowsLeft = kBN % 64 == 0 ? 64 : kBN % 64;
+                      const int rows = 64 * (jc + 1) <= kBN ? 64 : kRowsLeft;
 #pragma unroll
-                    for (int s = 0; s < 64 / Cfg::kTBoxRows; ++s)
-                      if (s * Cfg::kTBoxRows < rows)
-                        tma_store_3d(&tmap_c, buf + s * Cfg::kTBoxRows * 128, slab0, row0 + s * Cfg::kTBoxRows, tc.b);
+                      for (int s = 0; s < 64 / Cfg::kTBoxRows; ++s)
+                        if (s * Cfg::kTBoxRows < rows)
+                          tma_store_3d(&tmap_c, buf + s * Cfg::kTBoxRows * 128, slab0, row0 + s * Cfg::kTBoxRows, tc.b);
+                    }
+                    bulk_commit_group();
                   }
-                  bulk_commit_group();
                 }
-              }
+              };
+              if (bias)
+                store_tile(std::true_type{});
+              else
+                store_tile(std::false_type{});
               return;
             }
           }
@@ -735,51 +745,62 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           constexpr int kBoxCols = 128 / Cfg::kElemBytes;  // 64 bf16 / f16, 32 fp32
           constexpr int kBoxes = kBN / kBoxCols;
           const uint32_t bar = 5 + cw;  // named barriers 5, 6: one per consumer warpgroup
+          // (Two copies of the stores: without a bias, the bias loads, their
+          // predicates and the adds were ~2/3 of the instructions that fill
+          // a box, which both warpgroups issue at once; docs/hopper.md, round 33.)
+          auto store_tile = [&](auto with_bias) {
+            constexpr bool kBias = decltype(with_bias)::value;
 #pragma unroll
-          for (int m = 0; m < kSubM; ++m) {
-            const int row0 = static_cast<int>(slab_row(m));
+            for (int m = 0; m < kSubM; ++m) {
+              const int row0 = static_cast<int>(slab_row(m));
 #pragma unroll
-            for (int bx = 0; bx < kBoxes; ++bx) {
-              const int parity = kBoxes % 2 == 0 ? bx & 1 : epi_boxes++ & 1;
-              const uint32_t buf = epi_smem + (2 * cw + parity) * kCBoxBytes;
-              if (wg_thread == 0) bulk_wait_group_read<1>();
-              named_barrier_sync(bar, 128);
+              for (int bx = 0; bx < kBoxes; ++bx) {
+                const int parity = kBoxes % 2 == 0 ? bx & 1 : epi_boxes++ & 1;
+                const uint32_t buf = epi_smem + (2 * cw + parity) * kCBoxBytes;
+                if (wg_thread == 0) bulk_wait_group_read<1>();
+                named_barrier_sync(bar, 128);
 #pragma unroll
-              for (int jj = 0; jj < kBoxCols / 8; ++jj) {
-                const int j = bx * (kBoxCols / 8) + jj;
-                const int col = col_base + 8 * j;
-                float b0, b1;
-                load_bias_pair(bias, col, args.N, b0, b1);
-                const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
+                for (int jj = 0; jj < kBoxCols / 8; ++jj) {
+                  const int j = bx * (kBoxCols / 8) + jj;
+                  const int col = col_base + 8 * j;
+                  float b0 = 0.f, b1 = 0.f;
+                  if constexpr (kBias) load_bias_pair(bias, col, args.N, b0, b1);
+                  const uint32_t byte = static_cast<uint32_t>((8 * jj + 2 * (lane % 4)) * Cfg::kElemBytes);
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                  const uint32_t r = static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h);
-                  const uint32_t addr = buf + sw128_offset(r, byte);
-                  const float x = acc[m][4 * j + 2 * h] + b0, y = acc[m][4 * j + 2 * h + 1] + b1;
-                  if constexpr (Cfg::kElemBytes == 4) {
-                    st_shared_v2(addr, x, y);
-                  } else {
-                    uint32_t w[1];
-                    PairBits<T>::pack(x, y, w);
-                    st_shared_b32(addr, w[0]);
+                  for (int h = 0; h < 2; ++h) {
+                    const uint32_t r = static_cast<uint32_t>(warp * 16 + lane / 4 + 8 * h);
+                    const uint32_t addr = buf + sw128_offset(r, byte);
+                    float x = acc[m][4 * j + 2 * h], y = acc[m][4 * j + 2 * h + 1];
+                    if constexpr (kBias) x += b0, y += b1;
+                    if constexpr (Cfg::kElemBytes == 4) {
+                      st_shared_v2(addr, x, y);
+                    } else {
+                      uint32_t w[1];
+                      PairBits<T>::pack(x, y, w);
+                      st_shared_b32(addr, w[0]);
+                    }
                   }
                 }
-              }
-              if constexpr (Cfg::kPingPong) {
-                if (args.epi_on) {
-                  named_barrier_sync(bar, 128);
-                  epilogue_box<T>(args.epi, buf, 64, tc.b, row0, tc.tn * kBN + bx * kBoxCols, args.M, args.N,
-                                  wg_thread);
+                if constexpr (Cfg::kPingPong) {
+                  if (args.epi_on) {
+                    named_barrier_sync(bar, 128);
+                    epilogue_box<T>(args.epi, buf, 64, tc.b, row0, tc.tn * kBN + bx * kBoxCols, args.M, args.N,
+                                    wg_thread);
+                  }
+                }
+                fence_proxy_async_smem();
+                named_barrier_sync(bar, 128);
+                if (wg_thread == 0) {
+                  tma_store_3d(&tmap_c, buf, tc.tn * kBN + bx * kBoxCols, row0, tc.b);
+                  bulk_commit_group();
                 }
               }
-              fence_proxy_async_smem();
-              named_barrier_sync(bar, 128);
-              if (wg_thread == 0) {
-                tma_store_3d(&tmap_c, buf, tc.tn * kBN + bx * kBoxCols, row0, tc.b);
-                bulk_commit_group();
-              }
             }
-          }
+          };
+          if (bias)
+            store_tile(std::true_type{});
+          else
+            store_tile(std::false_type{});
           return;
         }
       }
