@@ -702,7 +702,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                   }
                 }
               };
-              if (bias)
+              if (Cfg::kElemBytes == 4 || bias)  // (fp32 C: one copy, see the row-major stores)
                 store_tile(std::true_type{});
               else
                 store_tile(std::false_type{});
@@ -797,7 +797,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               }
             }
           };
-          if (bias)
+          // (fp32 C, tf32 kernels: one copy.  With two, ptxas serialises the
+          // mainloop's wgmmas of the cooperative tf32 kernels, C7514: up to 30%
+          // slower, measured.)
+          if (Cfg::kElemBytes == 4 || bias)
             store_tile(std::true_type{});
           else
             store_tile(std::false_type{});
