@@ -2,13 +2,14 @@
 // puts into a copy of gemm_sm90.cuh) and its event time, with L2 flushed
 // before each launch, then warm: for each stamp the median over CTAs and 25
 // launches, in cycles from each CTA's first instructions, in time order.
-// bf16, row-major A and B (NN), 128x64 tiles; 128x128 with -DCFG128, 128x256
+// Arguments M N K [bias].  bf16, row-major A and B (NN), 128x64 tiles; 128x128 with -DCFG128, 128x256
 // with -DCFG256; another Sm90Config from a file that defines CFG and then
 // includes this one (nvcc splits -D values at commas).
 #include "../dispatch.h"
 #include "gemm_sm90_probe.cuh"
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <utility>
 #include <vector>
 using namespace tiled;
@@ -45,6 +46,12 @@ int main(int argc, char** argv) {
   if (CFG::kBMN) p.b.ptr = b, p.b.row_stride = N, p.b.col_stride = 1;  // row-major B
   else p.b.ptr = b, p.b.row_stride = 1, p.b.col_stride = K;            // column-major B
   p.c = c, p.c_row_stride = N;
+  if (argc > 4 && std::string(argv[4]) == "bias") {  // a bias of N random values, added in the epilogue
+    T* bias;
+    cudaMalloc(&bias, (size_t)N * sizeof(T));
+    cudaMemcpy(bias, h.data(), (size_t)N * sizeof(T), cudaMemcpyHostToDevice);
+    p.bias = bias;
+  }
   DeviceInfo dev{};
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
@@ -94,8 +101,8 @@ int main(int argc, char** argv) {
     for (int i = 1; i < 16; ++i)
       if (!d[i].empty()) order.push_back({med(d[i]), i});
     std::sort(order.begin(), order.end());
-    printf("%s M=%d N=%d K=%d grid=%d  event %.2f us, first CTA start to last store %.0f ns | cycles:", flushed ? "flushed" : "warm",
-           M, N, K, grid, med(us), med(first_to_last));
+    printf("%s M=%d N=%d K=%d%s grid=%d  event %.2f us, first CTA start to last store %.0f ns | cycles:", flushed ? "flushed" : "warm",
+           M, N, K, p.bias ? " bias" : "", grid, med(us), med(first_to_last));
     for (auto& o : order) printf(" %s %.0f |", kStampNames[o.second], o.first);
     printf("\n");
   }
