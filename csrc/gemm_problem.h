@@ -106,6 +106,9 @@ struct GemmProblem {
   bool allow_tf32 = false;
   // act / mul / residual / pre (see Epilogue); epi.any() false: plain GEMM.
   Epilogue epi;
+
+  // fp32 operands computed in TF32 on tensor cores.
+  bool tf32() const { return dtype == DType::f32 && allow_tf32; }
 };
 
 // Tiles of size b that cover a (host code: grid and tile counts).

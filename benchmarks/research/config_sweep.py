@@ -25,6 +25,10 @@ import torch_tiled_gemm  # noqa: F401  (registers torch.ops.tiled)
 from torch_tiled_gemm import bench, tune
 
 
+# The dtype as kernel names spell it (sm90_f16_128x128_nn, skinny_tf32_...).
+KERNEL_TAG = {"bf16": "bf16", "fp16": "f16", "tf32": "tf32"}
+
+
 def parse_shape(text):
     dims, _, layout = text.partition(":")
     sizes = [int(v) for v in dims.split("x")]
@@ -39,8 +43,7 @@ def sweep_one(M, N, K, batch, layout, dname, configs, rounds):
     names = {"rules": "-"}
     for c in configs:
         family, _, tile = c.rpartition(":")
-        n = tile if family == "any" else \
-            f"{family or 'sm90'}_{ {'bf16': 'bf16', 'fp16': 'f16', 'tf32': 'tf32'}[dname]}_{tile}_{layout.lower()}"
+        n = tile if family == "any" else f"{family or 'sm90'}_{KERNEL_TAG[dname]}_{tile}_{layout.lower()}"
         with tune.config_env(n):
             got = torch.ops.tiled.gemm_kernel_name(a, b)
             if got == n or (family == "any" and f"_{tile}_" in got):

@@ -123,7 +123,7 @@ std::string class_key(const GemmProblem& p, const DeviceInfo& dev) {
 std::vector<Settings> candidates(const GemmProblem& p) {
   std::vector<Settings> out{Settings{}};  // the rules' choice
   const bool half = p.dtype == DType::bf16 || p.dtype == DType::f16;
-  const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
+  const bool tf32 = p.tf32();
   if (!half && !tf32) return out;  // strict fp32 / fp64: the rules
   const int64_t small = std::min(p.M, p.N);
   if (small <= 128) {

@@ -186,7 +186,7 @@ namespace {
 // families read fastest) that lets it run.
 StagingPlan tensor_core_plan(const GemmProblem& p, const DeviceInfo& dev) {
   StagingPlan none;
-  const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
+  const bool tf32 = p.tf32();
   const bool tensor_core_dtype = p.dtype == DType::bf16 || p.dtype == DType::f16 || tf32;
   if (!tensor_core_dtype) return none;
   const bool sm80 = !hopper_family_on(dev) && !disabled("sm80");

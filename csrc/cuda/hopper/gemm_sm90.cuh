@@ -337,6 +337,21 @@ __device__ __forceinline__ void st_global_words(void* p, const uint32_t (&w)[4])
                : "memory");
 }
 
+// The epilogue's TMA-store loops come in two copies, store(std::true_type)
+// adding the bias and store(std::false_type) without it: without a bias, the
+// bias loads, their predicates and the adds were ~2/3 of the instructions
+// that fill a box, which both warpgroups issue at once (docs/hopper.md,
+// round 33).  An fp32 C (the tf32 kernels) keeps the one copy with the bias:
+// with two, ptxas serialises the mainloop's wgmmas of the cooperative tf32
+// kernels (C7514; up to 30% slower, measured; tests/test_sm90_ptxas.py).
+template <class Cfg, class Store>
+__device__ __forceinline__ void by_bias(const void* bias, Store&& store) {
+  if (Cfg::kElemBytes == 4 || bias)
+    store(std::true_type{});
+  else
+    store(std::false_type{});
+}
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // A consumer warp is done reading a stage: tell every producer that writes it.
 template <int kCluster>
@@ -653,8 +668,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 const int col = slab0 + warp * 16 + lane / 4 + 8 * h;
                 if (bias && col < args.M) bv[h] = OutCast<T>::load(bias + col);
               }
-              // (Two copies, with and without the bias adds, as in the
-              // row-major stores below.)
               auto store_tile = [&](auto with_bias) {
                 constexpr bool kBias = decltype(with_bias)::value;
 #pragma unroll
@@ -702,10 +715,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                   }
                 }
               };
-              if (Cfg::kElemBytes == 4 || bias)  // (fp32 C: one copy, see the row-major stores)
-                store_tile(std::true_type{});
-              else
-                store_tile(std::false_type{});
+              by_bias<Cfg>(bias, store_tile);
               return;
             }
           }
@@ -745,9 +755,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           constexpr int kBoxCols = 128 / Cfg::kElemBytes;  // 64 bf16 / f16, 32 fp32
           constexpr int kBoxes = kBN / kBoxCols;
           const uint32_t bar = 5 + cw;  // named barriers 5, 6: one per consumer warpgroup
-          // (Two copies of the stores: without a bias, the bias loads, their
-          // predicates and the adds were ~2/3 of the instructions that fill
-          // a box, which both warpgroups issue at once; docs/hopper.md, round 33.)
           auto store_tile = [&](auto with_bias) {
             constexpr bool kBias = decltype(with_bias)::value;
 #pragma unroll
@@ -797,13 +804,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               }
             }
           };
-          // (fp32 C, tf32 kernels: one copy.  With two, ptxas serialises the
-          // mainloop's wgmmas of the cooperative tf32 kernels, C7514: up to 30%
-          // slower, measured.)
-          if (Cfg::kElemBytes == 4 || bias)
-            store_tile(std::true_type{});
-          else
-            store_tile(std::false_type{});
+          by_bias<Cfg>(bias, store_tile);
           return;
         }
       }

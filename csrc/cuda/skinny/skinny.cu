@@ -71,7 +71,7 @@ const std::vector<Variant>& variants() {
 
 // The dtypes the family takes: bf16, fp16, and fp32 with TF32 allowed (tf32).
 bool dtype_ok(const GemmProblem& p) {
-  return p.dtype == DType::bf16 || p.dtype == DType::f16 || (p.dtype == DType::f32 && p.allow_tf32);
+  return p.dtype == DType::bf16 || p.dtype == DType::f16 || p.tf32();
 }
 const char* dtype_tag(DType d) { return d == DType::bf16 ? "bf16" : d == DType::f16 ? "f16" : "tf32"; }
 // tf32 has no `deep` instances (skinny_tf32.cu).

@@ -101,7 +101,7 @@ int parse_forced(const GemmProblem& p, const std::string& name) {
 
 // `forced`: a configuration's index, -1 for the rules' choice.
 bool build(const GemmProblem& p, const DeviceInfo& dev, Launch& l, int forced = -1) {
-  const bool tf32 = p.dtype == DType::f32 && p.allow_tf32;
+  const bool tf32 = p.tf32();
   if (p.dtype != DType::bf16 && p.dtype != DType::f16 && !tf32) return false;
   if (dev.sm_major < 8) return false;
   if (p.M > kMaxInt || p.N > kMaxInt || p.K > kMaxInt || p.K < 1 || p.M < 1 || p.N < 1) return false;
